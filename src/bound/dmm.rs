@@ -1,0 +1,134 @@
+//! DMM-UCB: the martingale-mixture bound minimised over a grid of regularisers.
+
+use super::mixture::mixture_width;
+use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, forward_posterior};
+use crate::error::{Error, Result, positive};
+use crate::kernel::Kernel;
+use crate::points::Points;
+use crate::posterior::ExactPosterior;
+
+/// The paper's grid of regularisers, as multiples of a0 = σ²/c (paper 001 §7).
+pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
+
+/// DMM-UCB (paper 001 §5.4): UCB(x) = min_{a ∈ A} U_a(x), LCB(x) = max_{a ∈ A} L_a(x) with
+/// U_a, L_a = μ_a ± (R̃_a/√a) ρ_a (Cor. 4.3) and A = {0.1, 0.3, 1, 3, 10}·σ²/c by default.
+///
+/// Every a gives a valid bound (weak duality of Thm 4.5), so the grid minimum is one too, and
+/// it is never looser than AMM-UCB (a0 = σ²/c is always in the grid). The reported mean is
+/// μ_{a0}. The regularisers share one store of points and kernel values; a query evaluates the
+/// kernel block once and solves it against each factor.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::prelude::*;
+/// let kernel = Matern::new(2.5, 0.5)?;
+/// let params = BoundParams::new().sigma(0.1).norm_bound(10.0).delta(0.01).scale(1.0);
+/// let mut dmm = Dmm::new(kernel, params)?;
+/// let mut amm = Amm::new(kernel, params)?;
+/// for (x, y) in [([0.1, 0.2], 0.3), ([0.5, 0.5], -0.2), ([0.9, 0.1], 0.8)] {
+///     dmm.observe(&x, y)?;
+///     amm.observe(&x, y)?;
+/// }
+/// let query = [[0.3, 0.3], [0.7, 0.9]];
+/// let (d, a) = (dmm.bounds(&query)?, amm.bounds(&query)?);
+/// assert!(d.ucb[0] <= a.ucb[0] && d.ucb[1] <= a.ucb[1]);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Dmm<K> {
+    posterior: ExactPosterior<K>,
+    params: CheckedParams,
+    /// Index of a0 among the posterior's regularisers.
+    mixture_index: usize,
+}
+
+impl<K: Kernel> Dmm<K> {
+    /// DMM-UCB on the paper's grid [`DMM_GRID`]·σ²/c.
+    ///
+    /// # Errors
+    /// Invalid parameters (see [`BoundParams::check`]).
+    pub fn new(kernel: K, params: BoundParams) -> Result<Self> {
+        Self::with_grid(kernel, params, &DMM_GRID)
+    }
+
+    /// DMM-UCB on the grid `multipliers`·σ²/c; a0 = σ²/c itself is added if absent, since the
+    /// radius R_t is evaluated there.
+    ///
+    /// # Errors
+    /// Invalid parameters, or a multiplier that is not finite and positive.
+    pub fn with_grid(kernel: K, params: BoundParams, multipliers: &[f64]) -> Result<Self> {
+        let params = params.check()?;
+        if multipliers.is_empty() {
+            return Err(Error::InvalidParameter {
+                name: "multipliers",
+                value: 0.0,
+                expected: "at least one grid point",
+            });
+        }
+        let a0 = params.mixture_regulariser();
+        let mut regularisers = multipliers
+            .iter()
+            .map(|&m| positive("multiplier", m).map(|m| m * a0))
+            .collect::<Result<Vec<_>>>()?;
+        let mixture_index = match multipliers.iter().position(|&m| m == 1.0) {
+            Some(i) => {
+                regularisers[i] = a0;
+                i
+            }
+            None => {
+                regularisers.push(a0);
+                regularisers.len() - 1
+            }
+        };
+        Ok(Self {
+            posterior: ExactPosterior::new(kernel, &regularisers)?,
+            params,
+            mixture_index,
+        })
+    }
+
+    /// The validated parameters.
+    pub fn params(&self) -> &CheckedParams {
+        &self.params
+    }
+
+    /// The underlying exact posterior (one factor per grid regulariser).
+    pub fn posterior(&self) -> &ExactPosterior<K> {
+        &self.posterior
+    }
+
+    /// R̃_a/√a for every regulariser of the grid, in grid order.
+    pub fn widths(&self) -> Vec<f64> {
+        (0..self.posterior.regularisers().len())
+            .map(|r| mixture_width(&self.params, &self.posterior, r, self.mixture_index))
+            .collect()
+    }
+}
+
+impl<K: Kernel> ConfidenceBound for Dmm<K> {
+    fn name(&self) -> &'static str {
+        "dmm"
+    }
+
+    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
+        let batch = self.posterior.evaluate(points)?;
+        let m = batch.len();
+        let mut ucb = vec![f64::INFINITY; m];
+        let mut lcb = vec![f64::NEG_INFINITY; m];
+        for (r, width) in self.widths().into_iter().enumerate() {
+            let (mean, variance) = (batch.mean(r), batch.variance(r));
+            for j in 0..m {
+                let spread = width * variance[j].sqrt();
+                ucb[j] = ucb[j].min(mean[j] + spread);
+                lcb[j] = lcb[j].max(mean[j] - spread);
+            }
+        }
+        Ok(Bounds {
+            mean: batch.mean(self.mixture_index).to_vec(),
+            lcb,
+            ucb,
+        })
+    }
+
+    forward_posterior!();
+}

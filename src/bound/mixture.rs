@@ -1,0 +1,42 @@
+//! The martingale-mixture radius shared by AMM-UCB and DMM-UCB (and, later, CMM-UCB).
+
+use super::CheckedParams;
+use crate::kernel::Kernel;
+use crate::posterior::ExactPosterior;
+
+/// R̃_a/√a, the factor multiplying ρ_a(x) in U_a(x) = μ_a(x) + (R̃_a/√a)ρ_a(x)
+/// (paper 001 Cor. 4.3 and Eq. 8), for the regulariser with index `r` of `posterior`, whose
+/// regulariser with index `r0` is a0 = σ²/c:
+///
+/// R̃_a² = R_t² + aB² − a q_a,  R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ).
+///
+/// At a = a0 the q terms cancel exactly (Lemma C.2) and are left out rather than subtracted,
+/// so AMM's width is computed bit for bit as DMM's at a0.
+///
+/// R̃_a² < 0 means that the two-ellipsoid confidence set is empty: the data contradict σ, B or
+/// δ. Every value is then vacuously a bound; the radius is taken as 0 (the bound collapses to
+/// μ_a) rather than NaN.
+pub(crate) fn mixture_width<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    r: usize,
+    r0: usize,
+) -> f64 {
+    let sigma_sq = params.sigma() * params.sigma();
+    let a0 = params.mixture_regulariser();
+    let a = posterior.factor(r).regulariser();
+    let radius_sq_without_quad =
+        sigma_sq * posterior.log_det(r0) + 2.0 * sigma_sq * params.log_inv_delta();
+    let quad = if r == r0 {
+        0.0
+    } else {
+        a0 * posterior.quad_form(r0) - a * posterior.quad_form(r)
+    };
+    let norm_bound = params.norm_bound();
+    let radius_sq = radius_sq_without_quad + quad + a * norm_bound * norm_bound;
+    if radius_sq > 0.0 {
+        (radius_sq / a).sqrt()
+    } else {
+        0.0
+    }
+}

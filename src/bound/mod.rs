@@ -1,0 +1,161 @@
+//! Confidence bounds for sequential kernel regression (paper 001, SPEC §2).
+//!
+//! | bound | type | reference | width factor on ρ(x) |
+//! |---|---|---|---|
+//! | AY-GP-UCB | [`Ay`] | Abbasi-Yadkori (2012) Thm 3.11; 001 App. C.2 | (σ√(ld_λ + 2 ln 1/δ) + √λ B)/√λ |
+//! | IGP-UCB | [`Igp`] | Chowdhury & Gopalan (2017) Thm 2; 001 App. C.2 | σ√(ld_{1+η} + tη + 2 ln 1/δ) + B |
+//! | AMM-UCB | [`Amm`] | 001 Cor. 4.6, Lemma C.2 | √((σ² ld_{a0} + a0 B² + 2σ² ln 1/δ)/a0) |
+//! | DMM-UCB | [`Dmm`] | 001 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
+//!
+//! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
+//! of points, the mean, the lower and the upper confidence bound.
+
+mod amm;
+mod ay;
+mod dmm;
+mod igp;
+mod mixture;
+mod params;
+
+pub use amm::Amm;
+pub use ay::Ay;
+pub use dmm::{DMM_GRID, Dmm};
+pub use igp::Igp;
+pub use params::{BoundParams, CheckedParams, paper_scale};
+
+use crate::error::Result;
+use crate::points::{AsPoints, Points};
+use crate::posterior::PosteriorBatch;
+
+/// Means and confidence bounds at a batch of points, in the order of the points.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Bounds {
+    /// The bound's point estimate (the posterior mean at its regulariser).
+    pub mean: Vec<f64>,
+    /// Lower confidence bounds.
+    pub lcb: Vec<f64>,
+    /// Upper confidence bounds.
+    pub ucb: Vec<f64>,
+}
+
+impl Bounds {
+    /// Number of points.
+    pub fn len(&self) -> usize {
+        self.ucb.len()
+    }
+
+    /// Whether there is no point.
+    pub fn is_empty(&self) -> bool {
+        self.ucb.is_empty()
+    }
+
+    /// mean ∓ width · ρ at every point, for one regulariser of a posterior batch.
+    pub(crate) fn symmetric(batch: &PosteriorBatch, r: usize, width: f64) -> Self {
+        let mean = batch.mean(r).to_vec();
+        let spread: Vec<f64> = batch.variance(r).iter().map(|v| width * v.sqrt()).collect();
+        Self {
+            lcb: mean.iter().zip(&spread).map(|(m, s)| m - s).collect(),
+            ucb: mean.iter().zip(&spread).map(|(m, s)| m + s).collect(),
+            mean,
+        }
+    }
+}
+
+/// A confidence bound on an unknown function, updated one observation at a time.
+///
+/// Object safe: a `Box<dyn ConfidenceBound>` is itself a `ConfidenceBound`, so a bound chosen
+/// at run time (e.g. from a configuration file) works everywhere a concrete one does.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::prelude::*;
+/// let kernel = Matern::new(2.5, 0.5)?;
+/// let params = BoundParams::new().sigma(0.1).norm_bound(10.0).delta(0.01).scale(1.0);
+/// let mut bound: Box<dyn ConfidenceBound> = Box::new(Dmm::new(kernel, params)?);
+/// bound.observe(&[0.2, 0.4], 1.5)?;
+/// let b = bound.bounds(&vec![vec![0.2, 0.4], vec![0.9, 0.1]])?;
+/// assert!(b.lcb[0] <= b.ucb[0] && b.lcb[1] <= b.ucb[1]);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
+    /// A short name such as `"dmm"`.
+    fn name(&self) -> &'static str;
+
+    /// Absorbs the observation y = f(x) + noise.
+    ///
+    /// # Errors
+    /// Wrong dimension, non-finite x or y, or a numerically singular update; the bound is
+    /// unchanged on error.
+    fn observe(&mut self, x: &[f64], y: f64) -> Result<()>;
+
+    /// Mean, LCB and UCB at each point.
+    ///
+    /// # Errors
+    /// Points of the wrong dimension, or non-finite kernel values.
+    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds>;
+
+    /// Number of observations absorbed.
+    fn len(&self) -> usize;
+
+    /// Whether no observation has been absorbed.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Input dimension, fixed by the first observation.
+    fn dim(&self) -> Option<usize>;
+
+    /// Keeps the first `len` observations and forgets the newer ones (exactly).
+    fn truncate(&mut self, len: usize);
+
+    /// [`ConfidenceBound::evaluate`] on anything that can be viewed as points.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::evaluate`], plus invalid points.
+    fn bounds<P: AsPoints + ?Sized>(&self, points: &P) -> Result<Bounds>
+    where
+        Self: Sized,
+    {
+        self.evaluate(&points.as_points()?)
+    }
+}
+
+impl<B: ConfidenceBound + ?Sized> ConfidenceBound for Box<B> {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+    fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
+        (**self).observe(x, y)
+    }
+    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
+        (**self).evaluate(points)
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn dim(&self) -> Option<usize> {
+        (**self).dim()
+    }
+    fn truncate(&mut self, len: usize) {
+        (**self).truncate(len)
+    }
+}
+
+/// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field.
+macro_rules! forward_posterior {
+    () => {
+        fn observe(&mut self, x: &[f64], y: f64) -> $crate::error::Result<()> {
+            self.posterior.observe(x, y)
+        }
+        fn len(&self) -> usize {
+            self.posterior.len()
+        }
+        fn dim(&self) -> Option<usize> {
+            self.posterior.dim()
+        }
+        fn truncate(&mut self, len: usize) {
+            self.posterior.truncate(len)
+        }
+    };
+}
+use forward_posterior;

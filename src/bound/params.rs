@@ -1,0 +1,222 @@
+//! Parameters shared by the confidence bounds, validated once at construction.
+
+use crate::error::{Error, Result, positive};
+use crate::kernel::Kernel;
+
+/// Parameters of the confidence bounds of paper 001 (SPEC §2), set with infallible chained
+/// setters and validated when a bound is constructed.
+///
+/// | Name | Default | Range | Meaning |
+/// |---|---|---|---|
+/// | `sigma` (σ) | 0.1 | (0, ∞) | noise is conditionally σ-sub-Gaussian (an upper bound) |
+/// | `norm_bound` (B) | 10 | (0, ∞) | ‖f‖_H ≤ B |
+/// | `delta` (δ) | 0.01 | (0, 1] | the bounds hold for all t with probability ≥ 1 − δ |
+/// | `scale` (c) | 1 | (0, ∞) | covariance scale of the mixture N(0, cK_t); a0 = σ²/c |
+/// | `lambda` (λ) | σ²/c | (0, ∞) | AY-GP-UCB regulariser |
+/// | `eta` (η) | 2/T if a horizon is set | (0, ∞) | IGP-UCB regulariser is 1 + η |
+/// | `horizon` (T) | none | ≥ 1 | only used for the default η |
+///
+/// [`BoundParams::paper_defaults`] gives the settings of paper 001 §7.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::bound::BoundParams;
+/// let params = BoundParams::new().sigma(0.1).norm_bound(10.0).delta(0.01).scale(1.0);
+/// let checked = params.check()?;
+/// assert!((checked.mixture_regulariser() - 0.01).abs() < 1e-15);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BoundParams {
+    sigma: f64,
+    norm_bound: f64,
+    delta: f64,
+    scale: f64,
+    lambda: Option<f64>,
+    eta: Option<f64>,
+    horizon: Option<usize>,
+}
+
+impl Default for BoundParams {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The paper's covariance scale for a kernel of smoothness ν (`None`: infinitely smooth) in
+/// dimension d with horizon T: c = 1 for RBF, c = T^{−d/(2d+2ν)} for Matérn (paper 001 §7).
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::bound::paper_scale;
+/// assert_eq!(paper_scale(None, 3, 1000), 1.0);
+/// assert!((paper_scale(Some(2.5), 3, 1000) - 1000f64.powf(-3.0 / 11.0)).abs() < 1e-15);
+/// ```
+pub fn paper_scale(smoothness: Option<f64>, dim: usize, horizon: usize) -> f64 {
+    match smoothness {
+        None => 1.0,
+        Some(nu) => {
+            let d = dim as f64;
+            (horizon as f64).powf(-d / (2.0 * d + 2.0 * nu))
+        }
+    }
+}
+
+impl BoundParams {
+    /// σ = 0.1, B = 10, δ = 0.01, c = 1, λ = σ²/c, no η.
+    pub fn new() -> Self {
+        Self {
+            sigma: 0.1,
+            norm_bound: 10.0,
+            delta: 0.01,
+            scale: 1.0,
+            lambda: None,
+            eta: None,
+            horizon: None,
+        }
+    }
+
+    /// The settings of paper 001 §7 for `kernel` on inputs of dimension `dim` over `horizon`
+    /// rounds: σ = 0.1, B = 10, δ = 0.01, c from [`paper_scale`], λ = σ²/c, η = 2/T.
+    pub fn paper_defaults(kernel: &impl Kernel, dim: usize, horizon: usize) -> Self {
+        Self::new()
+            .scale(paper_scale(kernel.smoothness(), dim, horizon))
+            .horizon(horizon)
+    }
+
+    /// Sets σ, the sub-Gaussian noise scale.
+    pub fn sigma(mut self, sigma: f64) -> Self {
+        self.sigma = sigma;
+        self
+    }
+
+    /// Sets B, the bound on ‖f‖_H.
+    pub fn norm_bound(mut self, norm_bound: f64) -> Self {
+        self.norm_bound = norm_bound;
+        self
+    }
+
+    /// Sets δ, the failure probability.
+    pub fn delta(mut self, delta: f64) -> Self {
+        self.delta = delta;
+        self
+    }
+
+    /// Sets c, the mixture covariance scale.
+    pub fn scale(mut self, scale: f64) -> Self {
+        self.scale = scale;
+        self
+    }
+
+    /// Sets λ, the AY-GP-UCB regulariser (default σ²/c).
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = Some(lambda);
+        self
+    }
+
+    /// Sets η; IGP-UCB regularises with 1 + η (default 2/T when a horizon is set).
+    pub fn eta(mut self, eta: f64) -> Self {
+        self.eta = Some(eta);
+        self
+    }
+
+    /// Sets the horizon T, used for the default η = 2/T.
+    pub fn horizon(mut self, horizon: usize) -> Self {
+        self.horizon = Some(horizon);
+        self
+    }
+
+    /// Validates the parameters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if σ, B, c, λ or η is not finite and positive, if
+    /// δ ∉ (0, 1], or if the horizon is 0.
+    pub fn check(&self) -> Result<CheckedParams> {
+        let sigma = positive("sigma", self.sigma)?;
+        let norm_bound = positive("norm_bound", self.norm_bound)?;
+        if !(self.delta > 0.0 && self.delta <= 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "delta",
+                value: self.delta,
+                expected: "a number in (0, 1]",
+            });
+        }
+        let scale = positive("scale", self.scale)?;
+        let mixture_regulariser = positive("sigma^2/scale", sigma * sigma / scale)?;
+        let lambda = positive("lambda", self.lambda.unwrap_or(mixture_regulariser))?;
+        if self.horizon == Some(0) {
+            return Err(Error::InvalidParameter {
+                name: "horizon",
+                value: 0.0,
+                expected: "at least 1",
+            });
+        }
+        let eta = match (self.eta, self.horizon) {
+            (Some(eta), _) => Some(positive("eta", eta)?),
+            (None, Some(horizon)) => Some(2.0 / horizon as f64),
+            (None, None) => None,
+        };
+        Ok(CheckedParams {
+            sigma,
+            norm_bound,
+            delta: self.delta,
+            scale,
+            mixture_regulariser,
+            lambda,
+            eta,
+        })
+    }
+}
+
+/// Validated [`BoundParams`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CheckedParams {
+    sigma: f64,
+    norm_bound: f64,
+    delta: f64,
+    scale: f64,
+    mixture_regulariser: f64,
+    lambda: f64,
+    eta: Option<f64>,
+}
+
+impl CheckedParams {
+    /// σ.
+    pub fn sigma(&self) -> f64 {
+        self.sigma
+    }
+    /// B.
+    pub fn norm_bound(&self) -> f64 {
+        self.norm_bound
+    }
+    /// δ.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+    /// c.
+    pub fn scale(&self) -> f64 {
+        self.scale
+    }
+    /// a0 = σ²/c, the regulariser at which the mixture radius is evaluated.
+    pub fn mixture_regulariser(&self) -> f64 {
+        self.mixture_regulariser
+    }
+    /// λ for AY-GP-UCB.
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+    /// η for IGP-UCB.
+    ///
+    /// # Errors
+    /// [`Error::MissingParameter`] if neither η nor a horizon was set.
+    pub fn eta(&self) -> Result<f64> {
+        self.eta.ok_or(Error::MissingParameter {
+            name: "eta",
+            hint: "set BoundParams::eta, or BoundParams::horizon for the paper's eta = 2/T",
+        })
+    }
+    /// ln(1/δ).
+    pub(crate) fn log_inv_delta(&self) -> f64 {
+        -self.delta.ln()
+    }
+}

@@ -1,0 +1,205 @@
+//! Kernels built from other kernels: output scale, sum, product and coordinate slices.
+
+use std::ops::Range;
+
+use super::Kernel;
+use crate::error::{Error, Result, positive};
+
+/// s² · k: a kernel times an output scale (signal variance) s² > 0.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::kernel::{Kernel, KernelExt, Rbf};
+/// let k = Rbf::new(1.0)?.scaled(4.0)?;
+/// assert_eq!(k.eval_diag(&[0.3]), 4.0);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Scaled<K> {
+    inner: K,
+    variance: f64,
+}
+
+impl<K: Kernel> Scaled<K> {
+    /// `variance · inner`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] unless `variance` is finite and positive.
+    pub fn new(inner: K, variance: f64) -> Result<Self> {
+        Ok(Self {
+            inner,
+            variance: positive("variance", variance)?,
+        })
+    }
+
+    /// The output scale s².
+    pub fn variance(&self) -> f64 {
+        self.variance
+    }
+}
+
+impl<K: Kernel> Kernel for Scaled<K> {
+    #[inline]
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        self.variance * self.inner.eval(x, y)
+    }
+    #[inline]
+    fn eval_diag(&self, x: &[f64]) -> f64 {
+        self.variance * self.inner.eval_diag(x)
+    }
+    fn check_dim(&self, dim: usize) -> Result<()> {
+        self.inner.check_dim(dim)
+    }
+    fn smoothness(&self) -> Option<f64> {
+        self.inner.smoothness()
+    }
+}
+
+/// The rougher of two smoothness values (`None` = infinitely smooth).
+fn rougher(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// k₁ + k₂.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::kernel::{Kernel, KernelExt, Linear, Rbf};
+/// let k = Rbf::new(1.0)?.plus(Linear::new());
+/// assert_eq!(k.eval(&[1.0], &[1.0]), 2.0);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sum<K1, K2> {
+    first: K1,
+    second: K2,
+}
+
+impl<K1: Kernel, K2: Kernel> Sum<K1, K2> {
+    /// `first + second`.
+    pub fn new(first: K1, second: K2) -> Self {
+        Self { first, second }
+    }
+}
+
+impl<K1: Kernel, K2: Kernel> Kernel for Sum<K1, K2> {
+    #[inline]
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        self.first.eval(x, y) + self.second.eval(x, y)
+    }
+    #[inline]
+    fn eval_diag(&self, x: &[f64]) -> f64 {
+        self.first.eval_diag(x) + self.second.eval_diag(x)
+    }
+    fn check_dim(&self, dim: usize) -> Result<()> {
+        self.first.check_dim(dim)?;
+        self.second.check_dim(dim)
+    }
+    fn smoothness(&self) -> Option<f64> {
+        rougher(self.first.smoothness(), self.second.smoothness())
+    }
+}
+
+/// k₁ · k₂ (positive semidefinite by the Schur product theorem).
+///
+/// # Examples
+/// A joint context–action kernel k((c, a), (c′, a′)) = k_c(c, c′) · k_a(a, a′) on points whose
+/// first two coordinates are the context and whose last is the action:
+/// ```
+/// use kernel_bandits::kernel::{Kernel, KernelExt, Matern, Rbf};
+/// let joint = Rbf::new(0.5)?.on(0..2)?.times(Matern::new(2.5, 0.2)?.on(2..3)?);
+/// let (s, t) = ([0.1, 0.2, 0.3], [0.1, 0.2, 0.5]);
+/// let expected = Matern::new(2.5, 0.2)?.eval(&[0.3], &[0.5]);
+/// assert!((joint.eval(&s, &t) - expected).abs() < 1e-15);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Product<K1, K2> {
+    first: K1,
+    second: K2,
+}
+
+impl<K1: Kernel, K2: Kernel> Product<K1, K2> {
+    /// `first · second`.
+    pub fn new(first: K1, second: K2) -> Self {
+        Self { first, second }
+    }
+}
+
+impl<K1: Kernel, K2: Kernel> Kernel for Product<K1, K2> {
+    #[inline]
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        self.first.eval(x, y) * self.second.eval(x, y)
+    }
+    #[inline]
+    fn eval_diag(&self, x: &[f64]) -> f64 {
+        self.first.eval_diag(x) * self.second.eval_diag(x)
+    }
+    fn check_dim(&self, dim: usize) -> Result<()> {
+        self.first.check_dim(dim)?;
+        self.second.check_dim(dim)
+    }
+    fn smoothness(&self) -> Option<f64> {
+        rougher(self.first.smoothness(), self.second.smoothness())
+    }
+}
+
+/// A kernel applied to the coordinates `range` of its inputs: k(x[range], x′[range]).
+///
+/// Inputs must have at least `range.end` coordinates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sliced<K> {
+    inner: K,
+    range: Range<usize>,
+}
+
+impl<K: Kernel> Sliced<K> {
+    /// `inner` on the coordinates `range`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the range is empty.
+    pub fn new(inner: K, range: Range<usize>) -> Result<Self> {
+        if range.is_empty() {
+            return Err(Error::InvalidParameter {
+                name: "range",
+                value: range.start as f64,
+                expected: "a non-empty coordinate range (start < end)",
+            });
+        }
+        inner.check_dim(range.len())?;
+        Ok(Self { inner, range })
+    }
+
+    /// The coordinates the kernel reads.
+    pub fn range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+}
+
+impl<K: Kernel> Kernel for Sliced<K> {
+    #[inline]
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        self.inner
+            .eval(&x[self.range.clone()], &y[self.range.clone()])
+    }
+    #[inline]
+    fn eval_diag(&self, x: &[f64]) -> f64 {
+        self.inner.eval_diag(&x[self.range.clone()])
+    }
+    fn check_dim(&self, dim: usize) -> Result<()> {
+        if dim < self.range.end {
+            return Err(Error::DimensionMismatch {
+                expected: self.range.end,
+                got: dim,
+            });
+        }
+        Ok(())
+    }
+    fn smoothness(&self) -> Option<f64> {
+        self.inner.smoothness()
+    }
+}

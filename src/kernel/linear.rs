@@ -1,0 +1,50 @@
+//! The linear (dot-product) kernel.
+
+use super::Kernel;
+use crate::error::{Result, non_negative};
+
+/// Linear kernel k(x, x′) = xᵀx′ + b with bias b ≥ 0 (SPEC §1).
+///
+/// Its RKHS holds the affine functions; k(x, x) is not bounded by 1, so scale the inputs if the
+/// theory's κ = 1 matters to you.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::kernel::{Kernel, Linear};
+/// let k = Linear::with_bias(0.5)?;
+/// assert_eq!(k.eval(&[1.0, 2.0], &[3.0, -1.0]), 1.5);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Linear {
+    bias: f64,
+}
+
+impl Linear {
+    /// Linear kernel without bias: k(x, x′) = xᵀx′.
+    pub fn new() -> Self {
+        Self { bias: 0.0 }
+    }
+
+    /// Linear kernel with bias b: k(x, x′) = xᵀx′ + b.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] unless b is finite and ≥ 0.
+    pub fn with_bias(bias: f64) -> Result<Self> {
+        Ok(Self {
+            bias: non_negative("bias", bias)?,
+        })
+    }
+
+    /// The bias b.
+    pub fn bias(&self) -> f64 {
+        self.bias
+    }
+}
+
+impl Kernel for Linear {
+    #[inline]
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() + self.bias
+    }
+}

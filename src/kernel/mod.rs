@@ -1,0 +1,242 @@
+//! Positive-definite kernels (SPEC §1).
+//!
+//! A [`Kernel`] has one required method, [`Kernel::eval`]; Gram matrices, cross-kernel
+//! matrices and diagonals are provided. Kernels are immutable values, `Send + Sync`, and can be
+//! used through `&K`, `Box<K>` and `Arc<K>` (including `Box<dyn Kernel>`).
+//!
+//! | kernel | formula (r = ‖x − x′‖) |
+//! |---|---|
+//! | [`Rbf`] | exp(−r² / (2ℓ²)) |
+//! | [`Matern`] ν = 1/2 | exp(−r/ℓ) |
+//! | [`Matern`] ν = 3/2 | (1 + √3 r/ℓ) exp(−√3 r/ℓ) |
+//! | [`Matern`] ν = 5/2 | (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ) |
+//! | [`Linear`] | xᵀx′ + b |
+//!
+//! Combinators: [`Scaled`] (output scale s²), [`Sum`], [`Product`] and [`Sliced`] (a kernel on
+//! a range of the coordinates, for joint context–action kernels), built with [`KernelExt`].
+
+mod combinators;
+mod linear;
+mod matern;
+mod rbf;
+
+use std::sync::Arc;
+
+use nalgebra::{DMatrix, DVector};
+
+use crate::error::{Error, Result};
+use crate::points::Points;
+
+pub use combinators::{Product, Scaled, Sliced, Sum};
+pub use linear::Linear;
+pub use matern::Matern;
+pub use rbf::Rbf;
+
+/// A symmetric positive-semidefinite kernel k(x, x′) on ℝ^d.
+///
+/// Implementors provide [`Kernel::eval`]; they may override [`Kernel::eval_diag`] (e.g. with
+/// a constant for stationary kernels), [`Kernel::check_dim`] (for kernels that only accept some
+/// input dimensions) and [`Kernel::smoothness`].
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::kernel::{Kernel, Matern};
+/// let k = Matern::new(1.5, 0.5)?;
+/// let r: f64 = 0.5; // one length-scale apart
+/// let expected = (1.0 + 3f64.sqrt()) * (-(3f64.sqrt())).exp();
+/// assert!((k.eval(&[0.0], &[r]) - expected).abs() < 1e-15);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+pub trait Kernel: Send + Sync + std::fmt::Debug {
+    /// k(x, y). Both points have the same, accepted dimension (callers check with
+    /// [`Kernel::check_dim`] first).
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64;
+
+    /// k(x, x).
+    fn eval_diag(&self, x: &[f64]) -> f64 {
+        self.eval(x, x)
+    }
+
+    /// Whether points of `dim` coordinates are valid inputs.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] when they are not (e.g. a [`Sliced`] kernel whose range does
+    /// not fit).
+    fn check_dim(&self, dim: usize) -> Result<()> {
+        let _ = dim;
+        Ok(())
+    }
+
+    /// The Matérn smoothness ν if the kernel's RKHS is a Sobolev space of finite smoothness,
+    /// `None` for infinitely smooth kernels (RBF, linear). Used for the paper's default
+    /// covariance scale c = T^{−d/(2d+2ν)} (paper 001 §7).
+    fn smoothness(&self) -> Option<f64> {
+        None
+    }
+
+    /// The Gram matrix [k(xᵢ, xⱼ)].
+    ///
+    /// # Errors
+    /// As [`Kernel::check_dim`].
+    fn gram(&self, xs: &Points<'_>) -> Result<DMatrix<f64>> {
+        self.check_dim(xs.dim())?;
+        let n = xs.len();
+        let mut out = DMatrix::zeros(n, n);
+        let (mut si, mut sj) = (vec![0.0; xs.dim()], vec![0.0; xs.dim()]);
+        for i in 0..n {
+            let xi = xs.point(i, &mut si);
+            for j in 0..=i {
+                let v = self.eval(xi, xs.point(j, &mut sj));
+                out[(i, j)] = v;
+                out[(j, i)] = v;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The cross-kernel matrix [k(xᵢ, yⱼ)].
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if the two sets differ in dimension; as
+    /// [`Kernel::check_dim`].
+    fn cross(&self, xs: &Points<'_>, ys: &Points<'_>) -> Result<DMatrix<f64>> {
+        if !xs.is_empty() && !ys.is_empty() && xs.dim() != ys.dim() {
+            return Err(Error::DimensionMismatch {
+                expected: xs.dim(),
+                got: ys.dim(),
+            });
+        }
+        self.check_dim(xs.dim().max(ys.dim()))?;
+        let mut out = DMatrix::zeros(xs.len(), ys.len());
+        let (mut si, mut sj) = (vec![0.0; xs.dim()], vec![0.0; ys.dim()]);
+        for i in 0..xs.len() {
+            let xi = xs.point(i, &mut si);
+            for j in 0..ys.len() {
+                out[(i, j)] = self.eval(xi, ys.point(j, &mut sj));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The diagonal [k(xᵢ, xᵢ)].
+    ///
+    /// # Errors
+    /// As [`Kernel::check_dim`].
+    fn diag(&self, xs: &Points<'_>) -> Result<DVector<f64>> {
+        self.check_dim(xs.dim())?;
+        let mut scratch = vec![0.0; xs.dim()];
+        Ok(DVector::from_iterator(
+            xs.len(),
+            (0..xs.len()).map(|i| self.eval_diag(xs.point(i, &mut scratch))),
+        ))
+    }
+}
+
+macro_rules! forward_kernel {
+    ($($wrapper:ty),*) => {$(
+        impl<K: Kernel + ?Sized> Kernel for $wrapper {
+            #[inline]
+            fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+                (**self).eval(x, y)
+            }
+            #[inline]
+            fn eval_diag(&self, x: &[f64]) -> f64 {
+                (**self).eval_diag(x)
+            }
+            fn check_dim(&self, dim: usize) -> Result<()> {
+                (**self).check_dim(dim)
+            }
+            fn smoothness(&self) -> Option<f64> {
+                (**self).smoothness()
+            }
+        }
+    )*};
+}
+forward_kernel!(&K, Box<K>, Arc<K>);
+
+/// Combinator methods available on every sized [`Kernel`].
+pub trait KernelExt: Kernel + Sized {
+    /// s² · k: multiplies the kernel by an output scale (signal variance) `variance > 0`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if `variance` is not finite and positive.
+    fn scaled(self, variance: f64) -> Result<Scaled<Self>> {
+        Scaled::new(self, variance)
+    }
+
+    /// k + other.
+    fn plus<K2: Kernel>(self, other: K2) -> Sum<Self, K2> {
+        Sum::new(self, other)
+    }
+
+    /// k · other (e.g. a context kernel times an action kernel).
+    fn times<K2: Kernel>(self, other: K2) -> Product<Self, K2> {
+        Product::new(self, other)
+    }
+
+    /// The kernel applied to the coordinates `range` of its inputs.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if the range is empty.
+    fn on(self, range: std::ops::Range<usize>) -> Result<Sliced<Self>> {
+        Sliced::new(self, range)
+    }
+}
+
+impl<K: Kernel + Sized> KernelExt for K {}
+
+/// Squared Euclidean distance between `x` and `y`, each coordinate multiplied by `inv_scale`
+/// first (so that tiny length-scales overflow to +∞ rather than producing 0·∞ = NaN).
+#[inline]
+pub(crate) fn scaled_sq_dist(x: &[f64], y: &[f64], inv_scale: f64) -> f64 {
+    x.iter()
+        .zip(y)
+        .map(|(a, b)| {
+            let d = (a - b) * inv_scale;
+            d * d
+        })
+        .sum()
+}
+
+/// Validates a length-scale: finite, positive, with a finite reciprocal.
+pub(crate) fn check_lengthscale(lengthscale: f64) -> Result<f64> {
+    let inv = 1.0 / lengthscale;
+    if lengthscale > 0.0 && lengthscale.is_finite() && inv.is_finite() {
+        Ok(inv)
+    } else {
+        Err(Error::InvalidParameter {
+            name: "lengthscale",
+            value: lengthscale,
+            expected: "a finite number > 0 with a finite reciprocal",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::points::AsPoints;
+
+    #[test]
+    fn trait_objects_and_wrappers() {
+        let boxed: Box<dyn Kernel> = Box::new(Rbf::new(0.5).unwrap());
+        let shared = Arc::new(Matern::new(2.5, 0.5).unwrap());
+        let by_ref = &*shared;
+        let x = [0.1, 0.2];
+        let y = [0.3, -0.1];
+        assert_eq!(boxed.eval(&x, &y), Rbf::new(0.5).unwrap().eval(&x, &y));
+        assert_eq!(shared.eval(&x, &y), by_ref.eval(&x, &y));
+        assert_eq!(Box::new(by_ref).smoothness(), Some(2.5));
+    }
+
+    #[test]
+    fn cross_rejects_mixed_dimensions() {
+        let a = vec![vec![0.0, 1.0]];
+        let b = vec![vec![0.0]];
+        let k = Rbf::new(1.0).unwrap();
+        assert!(matches!(
+            k.cross(&a.as_points().unwrap(), &b.as_points().unwrap()),
+            Err(Error::DimensionMismatch { .. })
+        ));
+    }
+}

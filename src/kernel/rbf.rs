@@ -1,0 +1,52 @@
+//! The squared-exponential (RBF, Gaussian) kernel.
+
+use super::{Kernel, check_lengthscale, scaled_sq_dist};
+use crate::error::Result;
+
+/// Squared-exponential kernel k(x, x′) = exp(−‖x − x′‖² / (2ℓ²)) (SPEC §1), with k(x, x) = 1.
+///
+/// Use [`super::KernelExt::scaled`] for an output scale s² ≠ 1.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::kernel::{Kernel, Rbf};
+/// let k = Rbf::new(0.5)?;
+/// assert!((k.eval(&[0.0, 0.0], &[0.5, 0.0]) - (-0.5f64).exp()).abs() < 1e-15);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rbf {
+    lengthscale: f64,
+    inv_lengthscale: f64,
+}
+
+impl Rbf {
+    /// RBF kernel with length-scale ℓ.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] unless ℓ is finite, positive, with a finite 1/ℓ.
+    pub fn new(lengthscale: f64) -> Result<Self> {
+        let inv_lengthscale = check_lengthscale(lengthscale)?;
+        Ok(Self {
+            lengthscale,
+            inv_lengthscale,
+        })
+    }
+
+    /// The length-scale ℓ.
+    pub fn lengthscale(&self) -> f64 {
+        self.lengthscale
+    }
+}
+
+impl Kernel for Rbf {
+    #[inline]
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        (-0.5 * scaled_sq_dist(x, y, self.inv_lengthscale)).exp()
+    }
+
+    #[inline]
+    fn eval_diag(&self, _x: &[f64]) -> f64 {
+        1.0
+    }
+}

@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+#![warn(missing_debug_implementations)]
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod bound;
+pub mod env;
+pub mod error;
+pub mod kernel;
+pub mod points;
+pub mod posterior;
+pub mod prelude;
+
+pub use error::{Error, Result};

@@ -1,0 +1,188 @@
+//! A Cholesky factor of K_t + aI that grows by one row per observation (SPEC §0).
+
+use faer::{MatMut, MatRef, Par};
+
+use crate::error::{Error, Result};
+
+/// The lower Cholesky factor L of K_t + aI, together with w = L⁻¹y, q_a = ‖w‖² and
+/// ld_a = ln det(I + K_t/a), all updated in O(t²) per appended observation.
+///
+/// L is stored row-major with a row stride (the capacity) that doubles when exceeded, so an
+/// append writes one contiguous row and never re-factorises.
+#[derive(Debug, Clone)]
+pub struct CholeskyFactor {
+    regulariser: f64,
+    len: usize,
+    stride: usize,
+    /// Row `i` of L is `factor[i * stride..i * stride + i + 1]`.
+    factor: Vec<f64>,
+    /// w = L⁻¹ y.
+    whitened_targets: Vec<f64>,
+    /// Prefix sums of ln(Lᵢᵢ² / a): entry i is ln det(I + K_{i+1}/a) (each term ≥ 0).
+    log_det_prefix: Vec<f64>,
+    /// Prefix sums of wᵢ²: entry i is q_a after i + 1 observations.
+    quad_form_prefix: Vec<f64>,
+}
+
+/// A row computed against the current factor but not yet appended.
+#[derive(Debug, Clone)]
+pub(crate) struct PendingRow {
+    /// v = L⁻¹ k_t(x).
+    row: Vec<f64>,
+    /// L_{t+1,t+1} = √(a + ρ_a²(x)).
+    diagonal: f64,
+    /// ln(1 + ρ_a²(x)/a).
+    log_det_increment: f64,
+    /// (y − vᵀw) / L_{t+1,t+1}.
+    whitened_target: f64,
+}
+
+impl CholeskyFactor {
+    /// An empty factor for regulariser `a`, which must be finite and positive (checked by
+    /// the caller).
+    pub(crate) fn new(regulariser: f64) -> Self {
+        Self {
+            regulariser,
+            len: 0,
+            stride: 0,
+            factor: Vec::new(),
+            whitened_targets: Vec::new(),
+            log_det_prefix: Vec::new(),
+            quad_form_prefix: Vec::new(),
+        }
+    }
+
+    /// The regulariser a.
+    pub fn regulariser(&self) -> f64 {
+        self.regulariser
+    }
+
+    /// Number of observations t.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no observation has been absorbed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// q_a = yᵀ(K_t + aI)⁻¹y.
+    pub fn quad_form(&self) -> f64 {
+        self.quad_form_prefix.last().copied().unwrap_or(0.0)
+    }
+
+    /// ld_a = ln det(I + K_t/a).
+    pub fn log_det(&self) -> f64 {
+        self.log_det_prefix.last().copied().unwrap_or(0.0)
+    }
+
+    /// w = L⁻¹y, so that μ_a(x) = (L⁻¹k_t(x))ᵀw.
+    pub fn whitened_targets(&self) -> &[f64] {
+        &self.whitened_targets
+    }
+
+    /// Row `i` of L (its first `i + 1` entries).
+    pub fn row(&self, i: usize) -> &[f64] {
+        &self.factor[i * self.stride..i * self.stride + i + 1]
+    }
+
+    /// L as a faer view.
+    pub(crate) fn as_faer(&self) -> MatRef<'_, f64> {
+        if self.len == 0 {
+            return MatRef::from_row_major_slice(&[], 0, 0);
+        }
+        let used = (self.len - 1) * self.stride + self.len;
+        MatRef::from_row_major_slice_with_stride(&self.factor[..used], self.len, self.len, self.stride)
+    }
+
+    /// Forward substitution v = L⁻¹b for one right-hand side, in place.
+    pub(crate) fn forward_solve(&self, b: &mut [f64]) {
+        debug_assert_eq!(b.len(), self.len);
+        for i in 0..self.len {
+            let row = self.row(i);
+            let partial: f64 = row[..i].iter().zip(&b[..i]).map(|(l, v)| l * v).sum();
+            b[i] = (b[i] - partial) / row[i];
+        }
+    }
+
+    /// V = L⁻¹B for a column-major block of right-hand sides (t × m), in place.
+    pub(crate) fn solve_block(&self, block: MatMut<'_, f64>) {
+        faer::linalg::triangular_solve::solve_lower_triangular_in_place(
+            self.as_faer(),
+            block,
+            Par::Seq,
+        );
+    }
+
+    /// Computes the row that appending (x, y) would add, given `cross = k_t(x)` and
+    /// `prior_variance = k(x, x)`; changes nothing.
+    ///
+    /// The Schur complement ρ_a²(x) + a is at least a in exact arithmetic; a value below a
+    /// can only come from rounding and is raised to a.
+    ///
+    /// # Errors
+    /// [`Error::NotPositiveDefinite`] if the pivot is not finite.
+    pub(crate) fn pending_row(&self, cross: &[f64], prior_variance: f64, y: f64) -> Result<PendingRow> {
+        let mut row = cross.to_vec();
+        self.forward_solve(&mut row);
+        let explained: f64 = row.iter().map(|v| v * v).sum();
+        let posterior_variance = prior_variance - explained;
+        if !posterior_variance.is_finite() {
+            return Err(Error::NotPositiveDefinite {
+                row: self.len,
+                pivot: posterior_variance + self.regulariser,
+            });
+        }
+        let posterior_variance = if posterior_variance < 0.0 { 0.0 } else { posterior_variance };
+        let diagonal = (posterior_variance + self.regulariser).sqrt();
+        let prediction: f64 = row.iter().zip(&self.whitened_targets).map(|(v, w)| v * w).sum();
+        Ok(PendingRow {
+            row,
+            diagonal,
+            log_det_increment: (posterior_variance / self.regulariser).ln_1p(),
+            whitened_target: (y - prediction) / diagonal,
+        })
+    }
+
+    /// Appends a row computed by [`CholeskyFactor::pending_row`] against the current state.
+    pub(crate) fn commit(&mut self, pending: PendingRow) {
+        debug_assert_eq!(pending.row.len(), self.len);
+        if self.len == self.stride {
+            self.grow();
+        }
+        let start = self.len * self.stride;
+        self.factor[start..start + self.len].copy_from_slice(&pending.row);
+        self.factor[start + self.len] = pending.diagonal;
+        self.whitened_targets.push(pending.whitened_target);
+        self.quad_form_prefix
+            .push(self.quad_form() + pending.whitened_target * pending.whitened_target);
+        self.log_det_prefix
+            .push(self.log_det() + pending.log_det_increment);
+        self.len += 1;
+    }
+
+    /// Doubles the row stride, moving the rows into a new buffer.
+    fn grow(&mut self) {
+        let new_stride = (2 * self.stride).max(16);
+        let mut factor = vec![0.0; new_stride * new_stride];
+        for i in 0..self.len {
+            factor[i * new_stride..i * new_stride + i + 1].copy_from_slice(self.row(i));
+        }
+        self.factor = factor;
+        self.stride = new_stride;
+    }
+
+    /// Keeps the first `len` observations and forgets the rest, in O(1). Exact: the leading
+    /// block of a Cholesky factor is the factor of the leading block, and q_a, ld_a are kept
+    /// as prefix sums.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        self.len = len;
+        self.whitened_targets.truncate(len);
+        self.log_det_prefix.truncate(len);
+        self.quad_form_prefix.truncate(len);
+    }
+}
