@@ -8,6 +8,7 @@ pub mod bound;
 pub mod env;
 pub mod error;
 pub mod kernel;
+mod linalg;
 pub mod points;
 pub mod posterior;
 pub mod prelude;

@@ -43,6 +43,12 @@ impl<K: Kernel> Kernel for Scaled<K> {
     fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
         self.variance * self.inner.eval(x, y)
     }
+    fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+        self.inner.eval_rows(rows, y, out);
+        for v in out.iter_mut() {
+            *v *= self.variance;
+        }
+    }
     #[inline]
     fn eval_diag(&self, x: &[f64]) -> f64 {
         self.variance * self.inner.eval_diag(x)

@@ -1,5 +1,6 @@
 //! Matérn kernels with half-integer smoothness, in closed form.
 
+use super::radial::{exp_neg, map_in_place, scaled_sq_dists};
 use super::{Kernel, check_lengthscale, scaled_sq_dist};
 use crate::error::{Error, Result};
 
@@ -80,25 +81,47 @@ impl Matern {
     }
 }
 
+/// The Matérn profiles as functions of z² = r²/ℓ², branch-free apart from the final select
+/// (so that they vectorise). Beyond s = 745 the exponential underflows and the value is 0;
+/// the select also maps z² = +∞ (possible for tiny ℓ) to 0 instead of ∞·0 = NaN.
+#[inline(always)]
+fn matern_half(z_sq: f64) -> f64 {
+    let z = z_sq.sqrt();
+    let value = exp_neg(-z);
+    if z < 745.0 { value } else { 0.0 }
+}
+
+#[inline(always)]
+fn matern_three_halves(z_sq: f64) -> f64 {
+    let s = SQRT_3 * z_sq.sqrt();
+    let value = (1.0 + s) * exp_neg(-s);
+    if s < 745.0 { value } else { 0.0 }
+}
+
+#[inline(always)]
+fn matern_five_halves(z_sq: f64) -> f64 {
+    let s = SQRT_5 * z_sq.sqrt();
+    let value = (1.0 + s + (5.0 / 3.0) * z_sq) * exp_neg(-s);
+    if s < 745.0 { value } else { 0.0 }
+}
+
 impl Kernel for Matern {
     #[inline]
     fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
-        // z = r/ℓ, computed from scaled coordinates so tiny ℓ gives +∞, never NaN.
         let z_sq = scaled_sq_dist(x, y, self.inv_lengthscale);
-        let z = z_sq.sqrt();
-        if z == f64::INFINITY {
-            return 0.0;
-        }
         match self.smoothness {
-            Smoothness::Half => (-z).exp(),
-            Smoothness::ThreeHalves => {
-                let s = SQRT_3 * z;
-                (1.0 + s) * (-s).exp()
-            }
-            Smoothness::FiveHalves => {
-                let s = SQRT_5 * z;
-                (1.0 + s + (5.0 / 3.0) * z_sq) * (-s).exp()
-            }
+            Smoothness::Half => matern_half(z_sq),
+            Smoothness::ThreeHalves => matern_three_halves(z_sq),
+            Smoothness::FiveHalves => matern_five_halves(z_sq),
+        }
+    }
+
+    fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+        scaled_sq_dists(rows, y, self.inv_lengthscale, out);
+        match self.smoothness {
+            Smoothness::Half => map_in_place(out, matern_half),
+            Smoothness::ThreeHalves => map_in_place(out, matern_three_halves),
+            Smoothness::FiveHalves => map_in_place(out, matern_five_halves),
         }
     }
 

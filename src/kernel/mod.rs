@@ -18,6 +18,7 @@
 mod combinators;
 mod linear;
 mod matern;
+mod radial;
 mod rbf;
 
 use std::sync::Arc;
@@ -51,6 +52,15 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     /// k(x, y). Both points have the same, accepted dimension (callers check with
     /// [`Kernel::check_dim`] first).
     fn eval(&self, x: &[f64], y: &[f64]) -> f64;
+
+    /// Writes k(xᵢ, y) into `out[i]` for every row xᵢ of `rows`, a row-major matrix with
+    /// `y.len()` columns and `out.len()` rows. The hot loop of every exact posterior; stationary
+    /// kernels override it with a vectorised version.
+    fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+        for (o, x) in out.iter_mut().zip(rows.chunks_exact(y.len())) {
+            *o = self.eval(x, y);
+        }
+    }
 
     /// k(x, x).
     fn eval_diag(&self, x: &[f64]) -> f64 {
@@ -138,6 +148,10 @@ macro_rules! forward_kernel {
             #[inline]
             fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
                 (**self).eval(x, y)
+            }
+            #[inline]
+            fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+                (**self).eval_rows(rows, y, out)
             }
             #[inline]
             fn eval_diag(&self, x: &[f64]) -> f64 {

@@ -1,5 +1,6 @@
 //! The squared-exponential (RBF, Gaussian) kernel.
 
+use super::radial::{exp_neg, map_in_place, scaled_sq_dists};
 use super::{Kernel, check_lengthscale, scaled_sq_dist};
 use crate::error::Result;
 
@@ -42,7 +43,12 @@ impl Rbf {
 impl Kernel for Rbf {
     #[inline]
     fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
-        (-0.5 * scaled_sq_dist(x, y, self.inv_lengthscale)).exp()
+        exp_neg(-0.5 * scaled_sq_dist(x, y, self.inv_lengthscale))
+    }
+
+    fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+        scaled_sq_dists(rows, y, self.inv_lengthscale, out);
+        map_in_place(out, |z_sq| exp_neg(-0.5 * z_sq));
     }
 
     #[inline]

@@ -5,6 +5,7 @@ use faer::MatMut;
 use super::CholeskyFactor;
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
+use crate::linalg::dot;
 use crate::points::{Points, check_point};
 
 /// Exact kernel-ridge / GP posterior after t observations, for one or more regularisers a > 0
@@ -218,7 +219,8 @@ impl<K: Kernel> ExactPosterior<K> {
             });
         }
         let t = self.len();
-        let cross: Vec<f64> = (0..t).map(|i| self.kernel.eval(self.input(i), x)).collect();
+        let mut cross = vec![0.0; t];
+        self.kernel.eval_rows(&self.inputs, x, &mut cross);
         let prior_variance = self.kernel.eval_diag(x);
         if !prior_variance.is_finite() || cross.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
@@ -285,10 +287,7 @@ impl<K: Kernel> ExactPosterior<K> {
         for j in 0..m {
             let x = points.point(j, &mut scratch);
             prior_variance.push(self.kernel.eval_diag(x));
-            let column = &mut cross[j * t..(j + 1) * t];
-            for (i, value) in column.iter_mut().enumerate() {
-                *value = self.kernel.eval(self.input(i), x);
-            }
+            self.kernel.eval_rows(&self.inputs, x, &mut cross[j * t..(j + 1) * t]);
         }
         if prior_variance.iter().chain(&cross).any(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
@@ -312,12 +311,8 @@ impl<K: Kernel> ExactPosterior<K> {
             let weights = factor.whitened_targets();
             for j in 0..m {
                 let v = &block[j * t..(j + 1) * t];
-                let (mean, explained) = v
-                    .iter()
-                    .zip(weights)
-                    .fold((0.0, 0.0), |(mu, ex), (vi, wi)| (mu + vi * wi, ex + vi * vi));
-                means.push(mean);
-                variances.push(clamp_variance(prior_variance[j] - explained)?);
+                means.push(dot(v, weights));
+                variances.push(clamp_variance(prior_variance[j] - dot(v, v))?);
             }
         }
         Ok(PosteriorBatch {
