@@ -1,0 +1,212 @@
+//! Bad input gets a typed error and changes nothing: NaN/∞ values, wrong dimensions, empty arm
+//! sets and invalid parameters, for every bound and agent. "Unchanged" is checked by
+//! comparing the bounds at probe points, bit for bit, before and after the rejected call.
+
+use kernel_bandits::prelude::*;
+use nalgebra::DMatrix;
+
+fn params() -> BoundParams {
+    BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(5.0)
+        .delta(0.05)
+        .scale(1.0)
+        .horizon(100)
+}
+
+fn all_bounds() -> Vec<Box<dyn ConfidenceBound>> {
+    let k = Matern::new(1.5, 0.4).unwrap();
+    vec![
+        Box::new(Ay::new(k, params()).unwrap()),
+        Box::new(Igp::new(k, params()).unwrap()),
+        Box::new(Amm::new(k, params()).unwrap()),
+        Box::new(Dmm::new(k, params()).unwrap()),
+    ]
+}
+
+const PROBES: [[f64; 2]; 4] = [[0.0, 0.0], [0.3, 0.7], [0.31, 0.69], [1.0, 0.2]];
+
+fn snapshot(bound: &dyn ConfidenceBound) -> (usize, Vec<u64>) {
+    let b = bound.evaluate(&PROBES.as_points().unwrap()).unwrap();
+    let bits = b
+        .mean
+        .iter()
+        .chain(&b.lcb)
+        .chain(&b.ucb)
+        .map(|v| v.to_bits())
+        .collect();
+    (bound.len(), bits)
+}
+
+#[test]
+fn rejected_observations_leave_every_bound_unchanged() {
+    for mut bound in all_bounds() {
+        for (x, y) in [([0.1, 0.2], 0.5), ([0.6, 0.6], -0.1), ([0.1, 0.2], 0.4)] {
+            bound.observe(&x, y).unwrap();
+        }
+        let before = snapshot(bound.as_ref());
+        let name = bound.name();
+        let cases: Vec<(Vec<f64>, f64)> = vec![
+            (vec![0.5, f64::NAN], 1.0),
+            (vec![f64::INFINITY, 0.5], 1.0),
+            (vec![0.5, 0.5], f64::NAN),
+            (vec![0.5, 0.5], f64::NEG_INFINITY),
+            (vec![0.5], 1.0),
+            (vec![0.5, 0.5, 0.5], 1.0),
+            (vec![], 1.0),
+        ];
+        for (x, y) in cases {
+            let err = bound.observe(&x, y).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::NonFinite { .. } | Error::DimensionMismatch { .. } | Error::ZeroDimension
+                ),
+                "{name}: unexpected error {err:?} for x = {x:?}, y = {y}"
+            );
+            assert_eq!(snapshot(bound.as_ref()), before, "{name} changed after {x:?}, {y}");
+        }
+    }
+}
+
+#[test]
+fn queries_with_bad_points_are_errors() {
+    for mut bound in all_bounds() {
+        bound.observe(&[0.1, 0.2], 0.5).unwrap();
+        let wrong_dim = vec![vec![0.1, 0.2, 0.3]];
+        assert!(matches!(
+            bound.evaluate(&wrong_dim.as_points().unwrap()),
+            Err(Error::DimensionMismatch {
+                expected: 2,
+                got: 3
+            })
+        ));
+    }
+}
+
+#[test]
+fn agents_reject_bad_arm_sets_and_rewards_without_changing() {
+    let k = Rbf::new(0.5).unwrap();
+    let mut agent = UcbAgent::new(Dmm::new(k, params()).unwrap());
+    let arms = vec![vec![0.1, 0.9], vec![0.5, 0.5], vec![0.9, 0.1]];
+    for _ in 0..3 {
+        let i = agent.select(&arms).unwrap();
+        agent.update(&arms[i], 0.3).unwrap();
+    }
+    let before = snapshot(agent.bound());
+
+    let empty: Vec<Vec<f64>> = Vec::new();
+    assert!(matches!(agent.select(&empty), Err(Error::NoArms)));
+    let empty_arrays: [[f64; 2]; 0] = [];
+    assert!(matches!(agent.select(&empty_arrays), Err(Error::NoArms)));
+    let ragged = vec![vec![0.1, 0.2], vec![0.3]];
+    assert!(matches!(
+        agent.select(&ragged),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    let nan_arm = vec![vec![0.1, 0.2], vec![f64::NAN, 0.3]];
+    assert!(matches!(agent.select(&nan_arm), Err(Error::NonFinite { .. })));
+    let inf_matrix = DMatrix::from_row_slice(2, 2, &[0.1, 0.2, 0.3, f64::INFINITY]);
+    assert!(matches!(
+        agent.select(&inf_matrix),
+        Err(Error::NonFinite { .. })
+    ));
+    let wrong_dim = [[0.1, 0.2, 0.3]];
+    assert!(matches!(
+        agent.select(&wrong_dim),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(agent.update(&[0.5, 0.5], f64::NAN).is_err());
+    assert!(agent.update(&[0.5, f64::NAN], 1.0).is_err());
+    assert!(agent.update(&[0.5], 1.0).is_err());
+    assert_eq!(snapshot(agent.bound()), before);
+
+    let mut random = RandomAgent::new(3);
+    assert!(matches!(random.select(&empty), Err(Error::NoArms)));
+    random.update(&[0.1, 0.2], 1.0).unwrap();
+    assert!(matches!(
+        random.update(&[0.1], 1.0),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        random.update(&[0.1, 0.2], f64::INFINITY),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(
+        random.select(&wrong_dim),
+        Err(Error::DimensionMismatch { .. })
+    ));
+}
+
+#[test]
+fn invalid_parameters_are_rejected_by_name() {
+    let k = Rbf::new(0.5).unwrap();
+    let cases: Vec<(BoundParams, &str)> = vec![
+        (params().sigma(0.0), "sigma"),
+        (params().sigma(-1.0), "sigma"),
+        (params().sigma(f64::NAN), "sigma"),
+        (params().norm_bound(0.0), "norm_bound"),
+        (params().norm_bound(f64::INFINITY), "norm_bound"),
+        (params().delta(0.0), "delta"),
+        (params().delta(1.5), "delta"),
+        (params().delta(f64::NAN), "delta"),
+        (params().scale(0.0), "scale"),
+        (params().scale(f64::NAN), "scale"),
+        (params().lambda(-0.1), "lambda"),
+        (params().lambda(f64::NAN), "lambda"),
+        (params().eta(0.0), "eta"),
+        (params().eta(f64::NAN), "eta"),
+        (params().horizon(0), "horizon"),
+    ];
+    for (p, expected) in cases {
+        let errors = [
+            Ay::new(k, p).map(|_| ()),
+            Igp::new(k, p).map(|_| ()),
+            Amm::new(k, p).map(|_| ()),
+            Dmm::new(k, p).map(|_| ()),
+        ];
+        for err in errors {
+            match err {
+                Err(Error::InvalidParameter { name, .. }) => assert_eq!(name, expected),
+                other => panic!("{expected}: expected InvalidParameter, got {other:?}"),
+            }
+        }
+    }
+    // δ = 1 is allowed (the interval is (0, 1]).
+    assert!(Amm::new(k, params().delta(1.0)).is_ok());
+    // IGP needs η or a horizon.
+    assert!(matches!(
+        Igp::new(k, BoundParams::new()),
+        Err(Error::MissingParameter { name: "eta", .. })
+    ));
+    // A DMM grid with a non-positive multiplier.
+    assert!(matches!(
+        Dmm::with_grid(k, params(), &[0.5, -1.0]),
+        Err(Error::InvalidParameter {
+            name: "multiplier",
+            ..
+        })
+    ));
+    assert!(ExactPosterior::new(k, &[]).is_err());
+    assert!(ExactPosterior::new(k, &[1.0, f64::NAN]).is_err());
+}
+
+#[test]
+fn kernels_with_slices_check_the_input_dimension() {
+    let joint = Rbf::new(0.5)
+        .unwrap()
+        .on(0..2)
+        .unwrap()
+        .times(Matern::new(2.5, 0.3).unwrap().on(2..4).unwrap());
+    let mut amm = Amm::new(joint, params()).unwrap();
+    assert!(matches!(
+        amm.observe(&[0.1, 0.2, 0.3], 1.0),
+        Err(Error::DimensionMismatch {
+            expected: 4,
+            got: 3
+        })
+    ));
+    assert!(amm.is_empty());
+    amm.observe(&[0.1, 0.2, 0.3, 0.4], 1.0).unwrap();
+    assert_eq!(amm.len(), 1);
+}
