@@ -1,5 +1,7 @@
 //! The exact GP posterior for several regularisers over one store of observations.
 
+use std::sync::Mutex;
+
 use faer::MatMut;
 
 use super::CholeskyFactor;
@@ -34,7 +36,7 @@ use crate::points::{Points, check_point};
 /// assert!((batch.variance(1)[0] - 0.5).abs() < 1e-12);
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ExactPosterior<K> {
     kernel: K,
     dim: Option<usize>,
@@ -44,6 +46,39 @@ pub struct ExactPosterior<K> {
     /// K_t as a packed lower triangle: row i holds k(xᵢ, x₀..=xᵢ).
     gram_rows: Vec<f64>,
     factors: Vec<CholeskyFactor>,
+    /// Buffers for the t × m query blocks, reused across queries: a fresh multi-megabyte
+    /// allocation per query costs page faults comparable to the kernel evaluations. Queries that
+    /// find it busy (concurrent use through `&self`) allocate their own.
+    workspace: Mutex<QueryWorkspace>,
+}
+
+#[derive(Debug, Default)]
+struct QueryWorkspace {
+    cross: Vec<f64>,
+    solved: Vec<f64>,
+}
+
+impl<K: Clone> Clone for ExactPosterior<K> {
+    fn clone(&self) -> Self {
+        Self {
+            kernel: self.kernel.clone(),
+            dim: self.dim,
+            inputs: self.inputs.clone(),
+            targets: self.targets.clone(),
+            gram_rows: self.gram_rows.clone(),
+            factors: self.factors.clone(),
+            workspace: Mutex::default(),
+        }
+    }
+}
+
+/// `buffer[..len]`, growing the buffer if needed; the contents are stale and must be
+/// overwritten.
+fn prefix(buffer: &mut Vec<f64>, len: usize) -> &mut [f64] {
+    if buffer.len() < len {
+        buffer.resize(len, 0.0);
+    }
+    &mut buffer[..len]
 }
 
 /// Posterior means and variances of a batch of points, for every regulariser.
@@ -114,6 +149,7 @@ impl<K: Kernel> ExactPosterior<K> {
             targets: Vec::new(),
             gram_rows: Vec::new(),
             factors,
+            workspace: Mutex::default(),
         })
     }
 
@@ -280,30 +316,37 @@ impl<K: Kernel> ExactPosterior<K> {
         }
         self.check_dim(points.dim())?;
         let t = self.len();
-        let mut prior_variance = Vec::with_capacity(m);
+        let mut own = QueryWorkspace::default();
+        let mut shared = self.workspace.try_lock();
+        let workspace = match shared.as_deref_mut() {
+            Ok(workspace) => workspace,
+            Err(_) => &mut own,
+        };
+        let cross = prefix(&mut workspace.cross, t * m);
+        let solved = prefix(&mut workspace.solved, if n_reg > 1 { t * m } else { 0 });
         // Cross-kernel block, column-major t × m: column j is k_t(x_j).
-        let mut cross = vec![0.0; t * m];
+        let mut prior_variance = Vec::with_capacity(m);
         let mut scratch = vec![0.0; points.dim()];
         for j in 0..m {
             let x = points.point(j, &mut scratch);
             prior_variance.push(self.kernel.eval_diag(x));
-            self.kernel.eval_rows(&self.inputs, x, &mut cross[j * t..(j + 1) * t]);
+            self.kernel
+                .eval_rows(&self.inputs, x, &mut cross[j * t..(j + 1) * t]);
         }
-        if prior_variance.iter().chain(&cross).any(|v| !v.is_finite()) {
+        if prior_variance.iter().chain(cross.iter()).any(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
                 what: "kernel value at a query point".into(),
             });
         }
         let mut means = Vec::with_capacity(n_reg * m);
         let mut variances = Vec::with_capacity(n_reg * m);
-        let mut solved = if n_reg > 1 { vec![0.0; t * m] } else { Vec::new() };
         for (r, factor) in self.factors.iter().enumerate() {
             // The last factor may overwrite the kernel block; the others work on a copy.
             let block: &mut [f64] = if r + 1 == n_reg {
-                &mut cross
+                &mut *cross
             } else {
-                solved.copy_from_slice(&cross);
-                &mut solved
+                solved.copy_from_slice(cross);
+                &mut *solved
             };
             if t > 0 {
                 factor.solve_block(MatMut::from_column_major_slice_mut(block, t, m));
