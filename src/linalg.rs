@@ -35,7 +35,10 @@ mod tests {
             let x: Vec<f64> = (0..n).map(|i| (i as f64 * 0.37).sin()).collect();
             let y: Vec<f64> = (0..n).map(|i| (i as f64 * 0.11).cos()).collect();
             let naive: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
-            assert!((dot(&x, &y) - naive).abs() <= 1e-12 * (1.0 + naive.abs()), "n = {n}");
+            assert!(
+                (dot(&x, &y) - naive).abs() <= 1e-12 * (1.0 + naive.abs()),
+                "n = {n}"
+            );
         }
     }
 }

@@ -58,7 +58,7 @@ impl<'a> Points<'a> {
         if dim == 0 {
             return Err(Error::ZeroDimension);
         }
-        if data.len() % dim != 0 {
+        if !data.len().is_multiple_of(dim) {
             return Err(Error::DimensionMismatch {
                 expected: dim,
                 got: data.len() % dim,
@@ -279,8 +279,8 @@ mod tests {
         ];
         for view in views {
             assert_eq!((view.len(), view.dim()), (3, 2));
-            for i in 0..3 {
-                assert_eq!(view.to_vec(i), vecs[i]);
+            for (i, expected) in vecs.iter().enumerate() {
+                assert_eq!(&view.to_vec(i), expected);
             }
         }
     }

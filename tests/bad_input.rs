@@ -60,11 +60,17 @@ fn rejected_observations_leave_every_bound_unchanged() {
             assert!(
                 matches!(
                     err,
-                    Error::NonFinite { .. } | Error::DimensionMismatch { .. } | Error::ZeroDimension
+                    Error::NonFinite { .. }
+                        | Error::DimensionMismatch { .. }
+                        | Error::ZeroDimension
                 ),
                 "{name}: unexpected error {err:?} for x = {x:?}, y = {y}"
             );
-            assert_eq!(snapshot(bound.as_ref()), before, "{name} changed after {x:?}, {y}");
+            assert_eq!(
+                snapshot(bound.as_ref()),
+                before,
+                "{name} changed after {x:?}, {y}"
+            );
         }
     }
 }
@@ -105,7 +111,10 @@ fn agents_reject_bad_arm_sets_and_rewards_without_changing() {
         Err(Error::DimensionMismatch { .. })
     ));
     let nan_arm = vec![vec![0.1, 0.2], vec![f64::NAN, 0.3]];
-    assert!(matches!(agent.select(&nan_arm), Err(Error::NonFinite { .. })));
+    assert!(matches!(
+        agent.select(&nan_arm),
+        Err(Error::NonFinite { .. })
+    ));
     let inf_matrix = DMatrix::from_row_slice(2, 2, &[0.1, 0.2, 0.3, f64::INFINITY]);
     assert!(matches!(
         agent.select(&inf_matrix),

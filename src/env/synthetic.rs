@@ -98,7 +98,10 @@ impl Round {
 
     /// max_x f(x) over this round's arms.
     pub fn best_value(&self) -> f64 {
-        self.values.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        self.values
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
     }
 }
 
@@ -181,7 +184,11 @@ impl<K: Kernel> SyntheticProblem<K> {
             .collect();
         let gram = kernel.gram(&Points::from_row_major(&centres, config.dim)?)?;
         let norm_sq = (0..config.centres)
-            .map(|i| (0..config.centres).map(|j| raw[i] * gram[(i, j)] * raw[j]).sum::<f64>())
+            .map(|i| {
+                (0..config.centres)
+                    .map(|j| raw[i] * gram[(i, j)] * raw[j])
+                    .sum::<f64>()
+            })
             .sum::<f64>();
         if !(norm_sq > 0.0 && norm_sq.is_finite()) {
             return Err(Error::NonFinite {
@@ -250,7 +257,10 @@ impl<K: Kernel> SyntheticProblem<K> {
             .map(|_| rng.random::<f64>())
             .collect();
         let standard: f64 = StandardNormal.sample(&mut rng);
-        let values = arms.chunks_exact(d).map(|x| self.value_unchecked(x)).collect();
+        let values = arms
+            .chunks_exact(d)
+            .map(|x| self.value_unchecked(x))
+            .collect();
         Round {
             dim: d,
             arms,
@@ -263,7 +273,11 @@ impl<K: Kernel> SyntheticProblem<K> {
     ///
     /// # Errors
     /// Any error of the agent, which is returned as soon as it happens.
-    pub fn run<A: BanditAgent + ?Sized>(&self, agent: &mut A, horizon: usize) -> Result<RegretTrace> {
+    pub fn run<A: BanditAgent + ?Sized>(
+        &self,
+        agent: &mut A,
+        horizon: usize,
+    ) -> Result<RegretTrace> {
         let mut trace = RegretTrace::default();
         for t in 0..horizon {
             let round = self.round(t);
