@@ -78,7 +78,7 @@ impl BoundParams {
 
     /// The settings of paper 001 §7 for `kernel` on inputs of dimension `dim` over `horizon`
     /// rounds: σ = 0.1, B = 10, δ = 0.01, c from [`paper_scale`], λ = σ²/c, η = 2/T.
-    pub fn paper_defaults(kernel: &impl Kernel, dim: usize, horizon: usize) -> Self {
+    pub fn paper_defaults(kernel: &(impl Kernel + ?Sized), dim: usize, horizon: usize) -> Self {
         Self::new()
             .scale(paper_scale(kernel.smoothness(), dim, horizon))
             .horizon(horizon)
