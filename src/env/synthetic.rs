@@ -44,9 +44,9 @@ impl Default for SyntheticConfig {
     }
 }
 
-/// The kernel bandit of paper 001 §7: f(x) = b Σᵢ wᵢ k(x, zᵢ) with zᵢ ~ U[0,1]^d,
+/// The kernel bandit of paper 001 §7: f(x) = b Σᵢ wᵢ k(x, zᵢ) with zᵢ ~ U([0, 1])^d,
 /// w ~ N(0, I) and b = B/√(wᵀK_zz w), so that ‖f‖_H = B; each round offers fresh arms
-/// ~ U[0,1]^d, and a reward is f(x) + ε with ε ~ N(0, σ²).
+/// ~ U([0, 1])^d, and a reward is f(x) + ε with ε ~ N(0, σ²).
 ///
 /// Everything random is a function of the seed and the round number, so the same f, arm sets
 /// and noise can be replayed for several agents ([`SyntheticProblem::round`]).

@@ -154,7 +154,7 @@ impl<K1: Kernel, K2: Kernel> Kernel for Product<K1, K2> {
     }
 }
 
-/// A kernel applied to the coordinates `range` of its inputs: k(x[range], x′[range]).
+/// A kernel applied to the coordinates `range` of its inputs: k(x_range, x′_range), where x_range is the slice `&x[range]`.
 ///
 /// Inputs must have at least `range.end` coordinates.
 #[derive(Debug, Clone, PartialEq)]
