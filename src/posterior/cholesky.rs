@@ -111,7 +111,7 @@ impl CholeskyFactor {
         }
     }
 
-    /// V = L⁻¹B for a column-major block of right-hand sides (t × m), in place.
+    /// V = L⁻¹B for a block of right-hand sides (t × m, any layout), in place.
     pub(crate) fn solve_block(&self, block: MatMut<'_, f64>) {
         faer::linalg::triangular_solve::solve_lower_triangular_in_place(
             self.as_faer(),
