@@ -49,28 +49,37 @@ pub enum Error {
     ZeroDimension,
     /// A matrix that must be positive definite was not, numerically.
     #[error(
-        "matrix is not positive definite (pivot {pivot} at row {row}); the regulariser may be too small for the kernel's conditioning"
+        "kernel matrix is not positive semidefinite (posterior variance {pivot} at row {row}): the kernel is not a valid kernel, or the regulariser is too small for its conditioning"
     )]
     NotPositiveDefinite {
-        /// The offending row of the factorisation.
+        /// The offending row of the factorisation (or query point).
         row: usize,
-        /// The (non-positive or non-finite) squared pivot that was found.
+        /// The (negative or non-finite) posterior variance that was found.
         pivot: f64,
+    },
+    /// An agent chose an arm that is not in the offered set.
+    #[error("arm index {index} is out of range for {arms} arms")]
+    ArmOutOfRange {
+        /// The index the agent returned.
+        index: usize,
+        /// The number of arms offered.
+        arms: usize,
     },
 }
 
 /// `Result` with the crate's [`Error`].
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// Returns `Ok(value)` if `value > 0` and finite, otherwise an [`Error::InvalidParameter`].
+/// Returns `Ok(value)` if `value` is finite and at least `f64::MIN_POSITIVE` (a subnormal σ or
+/// regulariser overflows every ratio it divides), otherwise an [`Error::InvalidParameter`].
 pub(crate) fn positive(name: &'static str, value: f64) -> Result<f64> {
-    if value > 0.0 && value.is_finite() {
+    if value >= f64::MIN_POSITIVE && value.is_finite() {
         Ok(value)
     } else {
         Err(Error::InvalidParameter {
             name,
             value,
-            expected: "a finite number > 0",
+            expected: "a finite number > 0 (not subnormal)",
         })
     }
 }

@@ -1,6 +1,6 @@
 //! Borrowed views of point sets (arms, observed inputs) in the layouts users already have.
 //!
-//! A [`Points`] view never copies the coordinates: it borrows a contiguous row-major buffer
+//! A [`Points`] view does not copy the coordinates: it borrows a contiguous row-major buffer
 //! (`&[[f64; D]]`), a slice of vectors (`&[Vec<f64>]`) or a column-major matrix whose rows
 //! are the points (nalgebra's `DMatrix<f64>`). Building a view checks once that every point
 //! has the same, non-zero number of coordinates and that every coordinate is finite.

@@ -219,3 +219,107 @@ fn kernels_with_slices_check_the_input_dimension() {
     amm.observe(&[0.1, 0.2, 0.3, 0.4], 1.0).unwrap();
     assert_eq!(amm.len(), 1);
 }
+
+/// A kernel that is not positive semidefinite: k(x, y) = 1 − 2·[x ≠ y].
+#[derive(Debug)]
+struct NotAKernel;
+
+impl Kernel for NotAKernel {
+    fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
+        if x == y { 1.0 } else { -1.0 }
+    }
+}
+
+#[test]
+fn a_kernel_that_is_not_psd_is_reported_not_hidden() {
+    let mut amm = Amm::new(NotAKernel, params()).unwrap();
+    amm.observe(&[0.0], 1.0).unwrap();
+    amm.observe(&[1.0], 1.0).unwrap();
+    // With any third point the Gram matrix [[1, -1, -1], [-1, 1, -1], [-1, -1, 1]] has the
+    // eigenvalue -1: queries at new points and the update are rejected ...
+    assert!(matches!(
+        amm.evaluate(&[[0.5]].as_points().unwrap()),
+        Err(Error::NotPositiveDefinite { row: 0, .. })
+    ));
+    // ... while a query at an observed point is still a valid one.
+    let before = amm.evaluate(&[[0.0]].as_points().unwrap()).unwrap();
+    assert!(matches!(
+        amm.observe(&[2.0], 1.0),
+        Err(Error::NotPositiveDefinite { row: 2, .. })
+    ));
+    assert_eq!(amm.len(), 2);
+    assert_eq!(amm.evaluate(&[[0.0]].as_points().unwrap()).unwrap(), before);
+}
+
+#[test]
+fn subnormal_parameters_and_overflowing_updates_are_errors() {
+    let k = Rbf::new(0.5).unwrap();
+    // σ²/c = 10⁻³¹⁰ is subnormal: every ratio with it would overflow.
+    assert!(matches!(
+        Amm::new(k, params().sigma(1e-150).scale(1e10)),
+        Err(Error::InvalidParameter { .. })
+    ));
+    assert!(matches!(
+        Amm::new(k, params().sigma(1e-310)),
+        Err(Error::InvalidParameter { name: "sigma", .. })
+    ));
+    // a0 = 10⁻³⁰⁰ is valid, but a target of 10²⁰⁰ makes q_a overflow: an error, not ∞ bounds.
+    for mut bound in [
+        Box::new(Amm::new(k, params().sigma(1e-150)).unwrap()) as Box<dyn ConfidenceBound>,
+        Box::new(Dmm::new(k, params().sigma(1e-150)).unwrap()),
+    ] {
+        bound.observe(&[0.1, 0.1], 1.0).unwrap();
+        let before = snapshot(bound.as_ref());
+        assert!(matches!(
+            bound.observe(&[0.9, 0.9], 1e200),
+            Err(Error::NonFinite { .. })
+        ));
+        assert_eq!(snapshot(bound.as_ref()), before);
+    }
+}
+
+/// An agent that returns an index outside the arm set.
+struct OffByOne;
+
+impl BanditAgent for OffByOne {
+    fn name(&self) -> String {
+        "off-by-one".into()
+    }
+    fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
+        Ok(arms.len())
+    }
+    fn update(&mut self, _x: &[f64], _y: f64) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn environments_reject_out_of_range_choices() {
+    let problem =
+        SyntheticProblem::new(Rbf::new(0.5).unwrap(), SyntheticConfig::default(), 1).unwrap();
+    assert!(matches!(
+        problem.run(&mut OffByOne, 3),
+        Err(Error::ArmOutOfRange {
+            index: 100,
+            arms: 100
+        })
+    ));
+}
+
+#[test]
+fn bounds_work_through_references_and_trait_objects() {
+    let k = Rbf::new(0.5).unwrap();
+    let mut dmm = Dmm::new(k, params()).unwrap();
+    {
+        let mut agent = UcbAgent::new(&mut dmm);
+        let arms = [[0.1, 0.2], [0.8, 0.3]];
+        let i = agent.select(&arms).unwrap();
+        agent.update(&arms[i], 0.4).unwrap();
+    }
+    assert_eq!(dmm.len(), 1);
+    let object: &dyn ConfidenceBound = &dmm;
+    let b = object.evaluate(&[[0.1, 0.2]].as_points().unwrap()).unwrap();
+    assert!(b.lcb[0] <= b.ucb[0]);
+    let boxed: Box<dyn ConfidenceBound> = Box::new(dmm);
+    assert_eq!(boxed.bounds(&[[0.1, 0.2]]).unwrap(), b);
+}

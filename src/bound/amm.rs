@@ -63,7 +63,7 @@ impl<K: Kernel> ConfidenceBound for Amm<K> {
 
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         let batch = self.posterior.evaluate(points)?;
-        Ok(Bounds::symmetric(&batch, 0, self.width()))
+        Bounds::symmetric(&batch, 0, self.width())
     }
 
     forward_posterior!();

@@ -97,7 +97,8 @@ impl<K: Kernel> Dmm<K> {
         &self.posterior
     }
 
-    /// R̃_a/√a for every regulariser of the grid, in grid order.
+    /// R̃_a/√a for every regulariser, in grid order, followed by a0's if a0 was not in the
+    /// grid.
     pub fn widths(&self) -> Vec<f64> {
         (0..self.posterior.regularisers().len())
             .map(|r| mixture_width(&self.params, &self.posterior, r, self.mixture_index))
@@ -116,6 +117,7 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
         let mut ucb = vec![f64::INFINITY; m];
         let mut lcb = vec![f64::NEG_INFINITY; m];
         for (r, width) in self.widths().into_iter().enumerate() {
+            let width = super::check_width(width)?;
             let (mean, variance) = (batch.mean(r), batch.variance(r));
             for j in 0..m {
                 let spread = width * variance[j].sqrt();

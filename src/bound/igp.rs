@@ -70,7 +70,7 @@ impl<K: Kernel> ConfidenceBound for Igp<K> {
 
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         let batch = self.posterior.evaluate(points)?;
-        Ok(Bounds::symmetric(&batch, 0, self.width()))
+        Bounds::symmetric(&batch, 0, self.width())
     }
 
     forward_posterior!();

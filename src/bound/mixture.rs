@@ -15,7 +15,7 @@ use crate::posterior::ExactPosterior;
 ///
 /// R̃_a² < 0 means that the two-ellipsoid confidence set is empty: the data contradict σ, B or
 /// δ. Every value is then vacuously a bound; the radius is taken as 0 (the bound collapses to
-/// μ_a) rather than NaN.
+/// μ_a). A NaN R̃_a² (overflowed q_a or ld_a) is returned as NaN, for the bound to reject.
 pub(crate) fn mixture_width<K: Kernel>(
     params: &CheckedParams,
     posterior: &ExactPosterior<K>,
@@ -36,6 +36,8 @@ pub(crate) fn mixture_width<K: Kernel>(
     let radius_sq = radius_sq_without_quad + quad + a * norm_bound * norm_bound;
     if radius_sq > 0.0 {
         (radius_sq / a).sqrt()
+    } else if radius_sq.is_nan() {
+        f64::NAN
     } else {
         0.0
     }

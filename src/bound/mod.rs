@@ -50,14 +50,34 @@ impl Bounds {
     }
 
     /// mean ∓ width · ρ at every point, for one regulariser of a posterior batch.
-    pub(crate) fn symmetric(batch: &PosteriorBatch, r: usize, width: f64) -> Self {
+    ///
+    /// # Errors
+    /// As [`check_width`].
+    pub(crate) fn symmetric(batch: &PosteriorBatch, r: usize, width: f64) -> Result<Self> {
+        let width = check_width(width)?;
         let mean = batch.mean(r).to_vec();
         let spread: Vec<f64> = batch.variance(r).iter().map(|v| width * v.sqrt()).collect();
-        Self {
+        Ok(Self {
             lcb: mean.iter().zip(&spread).map(|(m, s)| m - s).collect(),
             ucb: mean.iter().zip(&spread).map(|(m, s)| m + s).collect(),
             mean,
-        }
+        })
+    }
+}
+
+/// Passes a finite width on.
+///
+/// # Errors
+/// [`crate::Error::NonFinite`] for a NaN or infinite width: q_a or ld_a overflowed, which only
+/// happens when the regulariser is tiny against the scale of the targets.
+pub(crate) fn check_width(width: f64) -> Result<f64> {
+    if width.is_finite() {
+        Ok(width)
+    } else {
+        Err(crate::Error::NonFinite {
+            what: "confidence width (the regulariser is too small for the scale of the data)"
+                .into(),
+        })
     }
 }
 
@@ -108,7 +128,9 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// Keeps the first `len` observations and forgets the newer ones (exactly).
     fn truncate(&mut self, len: usize);
 
-    /// [`ConfidenceBound::evaluate`] on anything that can be viewed as points.
+    /// [`ConfidenceBound::evaluate`] on anything that can be viewed as points. Available on
+    /// concrete bounds and on `Box<dyn ConfidenceBound>`; through a `&dyn ConfidenceBound`, call
+    /// `evaluate(&points.as_points()?)`.
     ///
     /// # Errors
     /// As [`ConfidenceBound::evaluate`], plus invalid points.
@@ -120,26 +142,31 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     }
 }
 
-impl<B: ConfidenceBound + ?Sized> ConfidenceBound for Box<B> {
-    fn name(&self) -> &'static str {
-        (**self).name()
-    }
-    fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
-        (**self).observe(x, y)
-    }
-    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        (**self).evaluate(points)
-    }
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    fn dim(&self) -> Option<usize> {
-        (**self).dim()
-    }
-    fn truncate(&mut self, len: usize) {
-        (**self).truncate(len)
-    }
+macro_rules! forward_bound {
+    ($($wrapper:ty),*) => {$(
+        impl<B: ConfidenceBound + ?Sized> ConfidenceBound for $wrapper {
+            fn name(&self) -> &'static str {
+                (**self).name()
+            }
+            fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
+                (**self).observe(x, y)
+            }
+            fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
+                (**self).evaluate(points)
+            }
+            fn len(&self) -> usize {
+                (**self).len()
+            }
+            fn dim(&self) -> Option<usize> {
+                (**self).dim()
+            }
+            fn truncate(&mut self, len: usize) {
+                (**self).truncate(len)
+            }
+        }
+    )*};
 }
+forward_bound!(Box<B>, &mut B);
 
 /// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field.
 macro_rules! forward_posterior {

@@ -272,7 +272,8 @@ impl<K: Kernel> SyntheticProblem<K> {
     /// Runs `agent` for `horizon` rounds and records its choices, rewards and regret.
     ///
     /// # Errors
-    /// Any error of the agent, which is returned as soon as it happens.
+    /// Any error of the agent, which is returned as soon as it happens;
+    /// [`Error::ArmOutOfRange`] if the agent picks an index outside the arm set.
     pub fn run<A: BanditAgent + ?Sized>(
         &self,
         agent: &mut A,
@@ -282,6 +283,12 @@ impl<K: Kernel> SyntheticProblem<K> {
         for t in 0..horizon {
             let round = self.round(t);
             let i = agent.select_from(&round.arms())?;
+            if i >= round.values.len() {
+                return Err(Error::ArmOutOfRange {
+                    index: i,
+                    arms: round.values.len(),
+                });
+            }
             let reward = round.values[i] + round.noise;
             agent.update(round.arm(i), reward)?;
             trace.chosen.push(i);

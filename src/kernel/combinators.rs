@@ -98,6 +98,15 @@ impl<K1: Kernel, K2: Kernel> Kernel for Sum<K1, K2> {
         self.first.eval(x, y) + self.second.eval(x, y)
     }
     #[inline]
+    fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+        self.first.eval_rows(rows, y, out);
+        let mut second = vec![0.0; out.len()];
+        self.second.eval_rows(rows, y, &mut second);
+        for (o, s) in out.iter_mut().zip(&second) {
+            *o += s;
+        }
+    }
+    #[inline]
     fn eval_diag(&self, x: &[f64]) -> f64 {
         self.first.eval_diag(x) + self.second.eval_diag(x)
     }
@@ -142,6 +151,15 @@ impl<K1: Kernel, K2: Kernel> Kernel for Product<K1, K2> {
         self.first.eval(x, y) * self.second.eval(x, y)
     }
     #[inline]
+    fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
+        self.first.eval_rows(rows, y, out);
+        let mut second = vec![0.0; out.len()];
+        self.second.eval_rows(rows, y, &mut second);
+        for (o, s) in out.iter_mut().zip(&second) {
+            *o *= s;
+        }
+    }
+    #[inline]
     fn eval_diag(&self, x: &[f64]) -> f64 {
         self.first.eval_diag(x) * self.second.eval_diag(x)
     }
@@ -167,7 +185,8 @@ impl<K: Kernel> Sliced<K> {
     /// `inner` on the coordinates `range`.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if the range is empty.
+    /// [`Error::InvalidParameter`] if the range is empty; [`Error::DimensionMismatch`] if
+    /// `inner` does not accept inputs of `range.len()` coordinates.
     pub fn new(inner: K, range: Range<usize>) -> Result<Self> {
         if range.is_empty() {
             return Err(Error::InvalidParameter {

@@ -191,7 +191,8 @@ pub trait KernelExt: Kernel + Sized {
     /// The kernel applied to the coordinates `range` of its inputs.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if the range is empty.
+    /// [`Error::InvalidParameter`] if the range is empty; [`Error::DimensionMismatch`] if the
+    /// kernel does not accept inputs of `range.len()` coordinates.
     fn on(self, range: std::ops::Range<usize>) -> Result<Sliced<Self>> {
         Sliced::new(self, range)
     }

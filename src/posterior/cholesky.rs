@@ -4,6 +4,7 @@ use faer::{MatMut, MatRef, Par};
 
 use crate::error::{Error, Result};
 use crate::linalg::dot;
+use crate::posterior::exact::clamp_variance;
 
 /// The lower Cholesky factor L of K_t + aI, together with w = L⁻¹y, q_a = ‖w‖² and
 /// ld_a = ln det(I + K_t/a), all updated in O(t²) per appended observation.
@@ -84,7 +85,15 @@ impl CholeskyFactor {
     }
 
     /// Row `i` of L (its first `i + 1` entries).
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
     pub fn row(&self, i: usize) -> &[f64] {
+        assert!(
+            i < self.len,
+            "row {i} out of range for a factor of {} rows",
+            self.len
+        );
         &self.factor[i * self.stride..i * self.stride + i + 1]
     }
 
@@ -139,11 +148,12 @@ impl CholeskyFactor {
     /// As [`CholeskyFactor::pending_row`], given the already solved `row = L⁻¹k_t(x)` (e.g.
     /// from the block solved when x was queried); O(t).
     ///
-    /// The Schur complement ρ_a²(x) + a is at least a in exact arithmetic; a value below a
-    /// can only come from rounding and is raised to a.
+    /// The Schur complement ρ_a²(x) + a is at least a in exact arithmetic; a slightly negative
+    /// ρ_a²(x) from rounding is raised to 0.
     ///
     /// # Errors
-    /// [`Error::NotPositiveDefinite`] if the pivot is not finite.
+    /// [`Error::NotPositiveDefinite`] if ρ_a²(x) is NaN or clearly negative (the kernel is not
+    /// positive semidefinite); [`Error::NonFinite`] if q_a or ld_a would overflow.
     pub(crate) fn pending_row_solved(
         &self,
         row: Vec<f64>,
@@ -152,25 +162,28 @@ impl CholeskyFactor {
     ) -> Result<PendingRow> {
         debug_assert_eq!(row.len(), self.len);
         let explained = dot(&row, &row);
-        let posterior_variance = prior_variance - explained;
-        if !posterior_variance.is_finite() {
-            return Err(Error::NotPositiveDefinite {
-                row: self.len,
-                pivot: posterior_variance + self.regulariser,
-            });
-        }
-        let posterior_variance = if posterior_variance < 0.0 {
-            0.0
-        } else {
-            posterior_variance
-        };
+        let posterior_variance = clamp_variance(
+            prior_variance - explained,
+            prior_variance.abs() + self.regulariser,
+            self.len,
+        )?;
         let diagonal = (posterior_variance + self.regulariser).sqrt();
         let prediction = dot(&row, &self.whitened_targets);
+        let whitened_target = (y - prediction) / diagonal;
+        let log_det_increment = (posterior_variance / self.regulariser).ln_1p();
+        let quad_form = self.quad_form() + whitened_target * whitened_target;
+        if !(quad_form.is_finite() && (self.log_det() + log_det_increment).is_finite()) {
+            return Err(Error::NonFinite {
+                what: "posterior update (q_a or ld_a overflows: the regulariser is too small \
+                       for the scale of the data)"
+                    .into(),
+            });
+        }
         Ok(PendingRow {
             row,
             diagonal,
-            log_det_increment: (posterior_variance / self.regulariser).ln_1p(),
-            whitened_target: (y - prediction) / diagonal,
+            log_det_increment,
+            whitened_target,
         })
     }
 
