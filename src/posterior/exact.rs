@@ -2,7 +2,6 @@
 
 use std::sync::Mutex;
 
-use faer::MatMut;
 
 use super::CholeskyFactor;
 use crate::error::{Error, Result, positive};
@@ -418,7 +417,7 @@ impl<K: Kernel> ExactPosterior<K> {
         for (factor, block) in self.factors.iter().zip(blocks.iter_mut()) {
             let block = &mut block[..t * m];
             if t > 0 {
-                factor.solve_block(MatMut::from_row_major_slice_mut(block, t, m));
+                factor.solve_block(block, m);
             }
             // μ_a(q_j) = vⱼᵀw and ‖vⱼ‖² for the columns vⱼ, accumulated row by row so that the
             // inner loop runs over contiguous memory.
