@@ -104,7 +104,11 @@ impl CholeskyFactor {
     /// # Panics
     /// If `i >= self.len()`.
     pub fn row(&self, i: usize) -> &[f64] {
-        assert!(i < self.len, "row {i} out of range for a factor of {} rows", self.len);
+        assert!(
+            i < self.len,
+            "row {i} out of range for a factor of {} rows",
+            self.len
+        );
         let (block, r) = (i / BLOCK_ROWS, i % BLOCK_ROWS);
         let width = block_width(block);
         &self.blocks[block][r * width..r * width + i + 1]

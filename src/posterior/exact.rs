@@ -2,7 +2,6 @@
 
 use std::sync::Mutex;
 
-
 use super::CholeskyFactor;
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
