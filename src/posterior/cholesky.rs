@@ -10,7 +10,7 @@ use crate::linalg::dot;
 use crate::posterior::exact::clamp_variance;
 
 /// Rows per storage block of a [`CholeskyFactor`].
-pub const BLOCK_ROWS: usize = 128;
+pub(crate) const BLOCK_ROWS: usize = 128;
 
 /// Row length of storage block `block`: its longest row, plus 8 so that the row stride is never
 /// a multiple of a large power of two (which maps a column onto few cache sets).
@@ -21,8 +21,8 @@ fn block_width(block: usize) -> usize {
 /// The lower Cholesky factor L of K_t + aI, together with w = L⁻¹y, q_a = ‖w‖² and
 /// ld_a = ln det(I + K_t/a), all updated in O(t²) per appended observation.
 ///
-/// L is stored in blocks of [`BLOCK_ROWS`] rows; block b is a row-major array whose rows are
-/// (b + 1)·[`BLOCK_ROWS`] + 8 wide, a little more than the longest row it holds. Memory is t²/2 + O(t·BLOCK_ROWS),
+/// L is stored in blocks of 128 rows; block b is a row-major array whose rows are
+/// (b + 1)·128 + 8 wide, a little more than the longest row it holds. Memory is t²/2 + O(128·t),
 /// appending never moves earlier rows, and the blocked solve is a sequence of GEMM updates and
 /// small triangular solves. (A single square array with a doubling stride, the first design,
 /// needed up to 8× the triangle: 2.7 GB for DMM's five factors at t = 5000.) An
