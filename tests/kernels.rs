@@ -113,29 +113,34 @@ fn closed_forms_at_two_lengthscales() {
     }
 }
 
+/// RBF and the three Matérn kernels with length-scale `l` at x, y, whose distance is `u`·`l`,
+/// against the closed forms written out by hand.
+fn check_closed_forms(x: &[f64], y: &[f64], l: f64, u: f64, what: &str) {
+    assert_rel(Rbf::new(l).unwrap().eval(x, y), rbf_by_hand(u), what);
+    assert_rel(
+        Matern::new(0.5, l).unwrap().eval(x, y),
+        matern12_by_hand(u),
+        what,
+    );
+    assert_rel(
+        Matern::new(1.5, l).unwrap().eval(x, y),
+        matern32_by_hand(u),
+        what,
+    );
+    assert_rel(
+        Matern::new(2.5, l).unwrap().eval(x, y),
+        matern52_by_hand(u),
+        what,
+    );
+}
+
 #[test]
 fn multi_dimensional_distance() {
     // r = ‖(0.3, 0.4)‖ = 0.5.
     let (x, y) = ([0.0, 0.0], [0.3, 0.4]);
     for l in [0.5, 0.25, 1.3] {
         let u = 0.5 / l;
-        let what = format!("ℓ = {l}, r = 0.5");
-        assert_rel(Rbf::new(l).unwrap().eval(&x, &y), rbf_by_hand(u), &what);
-        assert_rel(
-            Matern::new(0.5, l).unwrap().eval(&x, &y),
-            matern12_by_hand(u),
-            &what,
-        );
-        assert_rel(
-            Matern::new(1.5, l).unwrap().eval(&x, &y),
-            matern32_by_hand(u),
-            &what,
-        );
-        assert_rel(
-            Matern::new(2.5, l).unwrap().eval(&x, &y),
-            matern52_by_hand(u),
-            &what,
-        );
+        check_closed_forms(&x, &y, l, u, &format!("ℓ = {l}, r = 0.5"));
     }
     // Three dimensions: r = ‖(1, 2, 2)‖ = 3.
     let (x, y) = ([1.0, -1.0, 0.5], [2.0, 1.0, 2.5]);
@@ -174,23 +179,7 @@ fn random_pairs_match_closed_forms() {
         let y: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0) * l).collect();
         let u = euclidean(&x, &y) / l;
         assert!(u <= 5.0);
-        let what = format!("x = {x:?}, y = {y:?}, ℓ = {l}");
-        assert_rel(Rbf::new(l).unwrap().eval(&x, &y), rbf_by_hand(u), &what);
-        assert_rel(
-            Matern::new(0.5, l).unwrap().eval(&x, &y),
-            matern12_by_hand(u),
-            &what,
-        );
-        assert_rel(
-            Matern::new(1.5, l).unwrap().eval(&x, &y),
-            matern32_by_hand(u),
-            &what,
-        );
-        assert_rel(
-            Matern::new(2.5, l).unwrap().eval(&x, &y),
-            matern52_by_hand(u),
-            &what,
-        );
+        check_closed_forms(&x, &y, l, u, &format!("x = {x:?}, y = {y:?}, ℓ = {l}"));
     }
 }
 
@@ -553,5 +542,27 @@ proptest! {
                 "{:?}: smallest eigenvalue {:e}", kernel, smallest
             );
         }
+    }
+}
+
+/// Sums and products evaluate rows through both parts' vectorised paths; the result must be
+/// the pointwise combination of `eval`.
+#[test]
+fn combinator_rows_match_pointwise_evaluation() {
+    let sum = Rbf::new(0.4).unwrap().plus(Matern::new(1.5, 0.9).unwrap());
+    let product = Matern::new(2.5, 0.3)
+        .unwrap()
+        .times(Linear::with_bias(0.5).unwrap());
+    let mut rng = rng(77);
+    let rows: Vec<f64> = (0..3 * 257).map(|_| rng.random_range(-1.0..1.0)).collect();
+    let y = [0.1, -0.4, 0.7];
+    let mut out = vec![0.0; 257];
+    sum.eval_rows(&rows, &y, &mut out);
+    for (o, x) in out.iter().zip(rows.chunks_exact(3)) {
+        assert_rel(*o, sum.eval(x, &y), "sum rows");
+    }
+    product.eval_rows(&rows, &y, &mut out);
+    for (o, x) in out.iter().zip(rows.chunks_exact(3)) {
+        assert_rel(*o, product.eval(x, &y), "product rows");
     }
 }

@@ -70,6 +70,23 @@ fn rougher(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// Both kernels' vectorised rows, combined elementwise with `op`.
+fn combine_rows(
+    first: &impl Kernel,
+    second: &impl Kernel,
+    rows: &[f64],
+    y: &[f64],
+    out: &mut [f64],
+    op: impl Fn(f64, f64) -> f64,
+) {
+    first.eval_rows(rows, y, out);
+    let mut other = vec![0.0; out.len()];
+    second.eval_rows(rows, y, &mut other);
+    for (o, b) in out.iter_mut().zip(&other) {
+        *o = op(*o, *b);
+    }
+}
+
 /// k₁ + k₂.
 ///
 /// # Examples
@@ -99,12 +116,7 @@ impl<K1: Kernel, K2: Kernel> Kernel for Sum<K1, K2> {
     }
     #[inline]
     fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
-        self.first.eval_rows(rows, y, out);
-        let mut second = vec![0.0; out.len()];
-        self.second.eval_rows(rows, y, &mut second);
-        for (o, s) in out.iter_mut().zip(&second) {
-            *o += s;
-        }
+        combine_rows(&self.first, &self.second, rows, y, out, |a, b| a + b);
     }
     #[inline]
     fn eval_diag(&self, x: &[f64]) -> f64 {
@@ -152,12 +164,7 @@ impl<K1: Kernel, K2: Kernel> Kernel for Product<K1, K2> {
     }
     #[inline]
     fn eval_rows(&self, rows: &[f64], y: &[f64], out: &mut [f64]) {
-        self.first.eval_rows(rows, y, out);
-        let mut second = vec![0.0; out.len()];
-        self.second.eval_rows(rows, y, &mut second);
-        for (o, s) in out.iter_mut().zip(&second) {
-            *o *= s;
-        }
+        combine_rows(&self.first, &self.second, rows, y, out, |a, b| a * b);
     }
     #[inline]
     fn eval_diag(&self, x: &[f64]) -> f64 {
