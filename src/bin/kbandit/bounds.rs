@@ -1,0 +1,160 @@
+//! `kbandit bounds`: mean, LCB and UCB at query points from logged observations.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use kernel_bandits::prelude::*;
+
+use crate::table;
+
+/// Arguments of `kbandit bounds`.
+#[derive(Debug, Args)]
+pub struct BoundsArgs {
+    /// Observations: a header row, then one row per observation with the input coordinates
+    /// and, in the last column, the response.
+    #[arg(long)]
+    data: PathBuf,
+    /// Query points: a header row, then one row per point (the data's input dimension).
+    #[arg(long)]
+    query: PathBuf,
+    /// Kernel.
+    #[arg(long, value_enum)]
+    kernel: KernelName,
+    /// Length-scale ℓ (required by every kernel but `linear`).
+    #[arg(long, allow_negative_numbers = true)]
+    lengthscale: Option<f64>,
+    /// Confidence bound.
+    #[arg(long, value_enum)]
+    bound: BoundName,
+    /// σ: the noise is conditionally σ-sub-Gaussian.
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    sigma: f64,
+    /// B: bound on the RKHS norm of the unknown function.
+    #[arg(
+        long = "norm-bound",
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
+    norm_bound: f64,
+    /// δ ∈ (0, 1]: the bounds hold with probability at least 1 − δ.
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+    delta: f64,
+    /// c: covariance scale of the martingale mixture (a0 = σ²/c).
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
+    scale: f64,
+    /// λ for AY-GP-UCB [default: σ²/c].
+    #[arg(long, allow_negative_numbers = true)]
+    lambda: Option<f64>,
+    /// η for IGP-UCB (the paper's 2/T with T = 1000).
+    #[arg(long, default_value_t = 0.002, allow_negative_numbers = true)]
+    eta: f64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum KernelName {
+    Rbf,
+    Matern12,
+    Matern32,
+    Matern52,
+    Linear,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BoundName {
+    Ay,
+    Igp,
+    Amm,
+    Dmm,
+}
+
+fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
+    let lengthscale = || {
+        args.lengthscale.ok_or_else(|| {
+            format!(
+                "--lengthscale is required for the {} kernel",
+                args.kernel
+                    .to_possible_value()
+                    .map_or_else(String::new, |v| v.get_name().to_string())
+            )
+        })
+    };
+    let invalid = |e: Error| format!("--lengthscale: {e}");
+    Ok(match args.kernel {
+        KernelName::Rbf => Box::new(Rbf::new(lengthscale()?).map_err(invalid)?),
+        KernelName::Matern12 => Box::new(Matern::new(0.5, lengthscale()?).map_err(invalid)?),
+        KernelName::Matern32 => Box::new(Matern::new(1.5, lengthscale()?).map_err(invalid)?),
+        KernelName::Matern52 => Box::new(Matern::new(2.5, lengthscale()?).map_err(invalid)?),
+        KernelName::Linear => Box::new(Linear::new()),
+    })
+}
+
+fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn ConfidenceBound>> {
+    let mut params = BoundParams::new()
+        .sigma(args.sigma)
+        .norm_bound(args.norm_bound)
+        .delta(args.delta)
+        .scale(args.scale)
+        .eta(args.eta);
+    if let Some(lambda) = args.lambda {
+        params = params.lambda(lambda);
+    }
+    Ok(match args.bound {
+        BoundName::Ay => Box::new(Ay::new(kernel, params)?),
+        BoundName::Igp => Box::new(Igp::new(kernel, params)?),
+        BoundName::Amm => Box::new(Amm::new(kernel, params)?),
+        BoundName::Dmm => Box::new(Dmm::new(kernel, params)?),
+    })
+}
+
+/// Runs the command, writing `mean,lcb,ucb` rows to stdout.
+///
+/// # Errors
+/// A one-line message naming the file and line where the problem is.
+pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
+    let kernel = kernel(args)?;
+    let mut bound = bound(args, kernel).map_err(|e| e.to_string())?;
+    let data = table::read(&args.data)?;
+    let query = table::read(&args.query)?;
+    let (data_name, query_name) = (args.data.display(), args.query.display());
+    if data.columns < 2 {
+        return Err(format!(
+            "{data_name}:1: need at least two columns (inputs, then the response), found {}",
+            data.columns
+        ));
+    }
+    let dim = data.columns - 1;
+    if query.columns != dim {
+        return Err(format!(
+            "{query_name}:1: expected {dim} columns (the input dimension of {data_name}), found {}",
+            query.columns
+        ));
+    }
+    for i in 0..data.rows() {
+        let (x, y) = data.row(i).split_at(dim);
+        bound
+            .observe(x, y[0])
+            .map_err(|e| format!("{data_name}:{}: {e}", data.lines[i]))?;
+    }
+    let points = Points::from_row_major(&query.values, dim).map_err(|e| e.to_string())?;
+    let bounds = bound.evaluate(&points).map_err(|e| match e {
+        Error::NotPositiveDefinite { row, .. } => {
+            format!("{query_name}:{}: {e}", query.lines[row])
+        }
+        e => format!("{query_name}: {e}"),
+    })?;
+    let stdout = std::io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let write_error = |e: std::io::Error| format!("writing the output: {e}");
+    writeln!(out, "mean,lcb,ucb").map_err(write_error)?;
+    for j in 0..bounds.len() {
+        // `{}` prints the shortest representation that reads back as the same f64.
+        writeln!(
+            out,
+            "{},{},{}",
+            bounds.mean[j], bounds.lcb[j], bounds.ucb[j]
+        )
+        .map_err(write_error)?;
+    }
+    out.flush().map_err(write_error)
+}

@@ -1,0 +1,274 @@
+//! `kbandit bounds` run as a process: its output against bounds computed here from a dense
+//! nalgebra Cholesky and the formulas of SPEC §2, and every error path (one line on stderr
+//! naming the file and line, exit status 2).
+#![cfg(feature = "cli")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use nalgebra::{DMatrix, DVector};
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kbandit-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn kbandit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kbandit"))
+        .args(args)
+        .output()
+        .expect("the kbandit binary runs")
+}
+
+const OBSERVATIONS: &str = "x1,x2,y\n0.1,0.2,0.5\n0.6,0.6,-0.1\n0.1,0.2,0.4\n0.9,0.3,0.2\n";
+const QUERIES: &str = "x1,x2\n0.1,0.2\n0.5,0.5\n1.0,0.0\n";
+
+/// AMM-UCB or AY-GP-UCB (they share the form μ_a ± w ρ_a) by hand, RBF kernel.
+fn by_hand(
+    data: &[([f64; 2], f64)],
+    queries: &[[f64; 2]],
+    lengthscale: f64,
+    (sigma, b, delta, c): (f64, f64, f64, f64),
+    ay: bool,
+) -> Vec<[f64; 3]> {
+    let k = |x: &[f64; 2], y: &[f64; 2]| {
+        let r2 = (x[0] - y[0]).powi(2) + (x[1] - y[1]).powi(2);
+        (-r2 / (2.0 * lengthscale * lengthscale)).exp()
+    };
+    let a = sigma * sigma / c;
+    let t = data.len();
+    let gram = DMatrix::from_fn(t, t, |i, j| k(&data[i].0, &data[j].0));
+    let regularised = &gram + DMatrix::identity(t, t) * a;
+    let chol = regularised.clone().cholesky().unwrap();
+    let y = DVector::from_iterator(t, data.iter().map(|d| d.1));
+    let log_det = chol
+        .l()
+        .diagonal()
+        .iter()
+        .map(|l| 2.0 * l.ln())
+        .sum::<f64>()
+        - t as f64 * a.ln();
+    let log_inv_delta = (1.0 / delta).ln();
+    let width = if ay {
+        (sigma * (log_det + 2.0 * log_inv_delta).sqrt() + a.sqrt() * b) / a.sqrt()
+    } else {
+        ((sigma * sigma * log_det + a * b * b + 2.0 * sigma * sigma * log_inv_delta) / a).sqrt()
+    };
+    queries
+        .iter()
+        .map(|x| {
+            let kx = DVector::from_iterator(t, data.iter().map(|d| k(&d.0, x)));
+            let mean = kx.dot(&chol.solve(&y));
+            let variance = 1.0 - kx.dot(&chol.solve(&kx));
+            let spread = width * variance.max(0.0).sqrt();
+            [mean, mean - spread, mean + spread]
+        })
+        .collect()
+}
+
+fn parse_output(stdout: &[u8]) -> Vec<[f64; 3]> {
+    let text = String::from_utf8(stdout.to_vec()).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("mean,lcb,ucb"));
+    lines
+        .map(|line| {
+            let v: Vec<f64> = line.split(',').map(|c| c.parse().unwrap()).collect();
+            [v[0], v[1], v[2]]
+        })
+        .collect()
+}
+
+#[test]
+fn amm_and_ay_match_the_formulas_by_hand() {
+    let dir = scratch_dir("formulas");
+    let data = write(&dir, "obs.csv", OBSERVATIONS);
+    let query = write(&dir, "points.csv", QUERIES);
+    let observations = [
+        ([0.1, 0.2], 0.5),
+        ([0.6, 0.6], -0.1),
+        ([0.1, 0.2], 0.4),
+        ([0.9, 0.3], 0.2),
+    ];
+    let queries = [[0.1, 0.2], [0.5, 0.5], [1.0, 0.0]];
+    for (bound, ay) in [("amm", false), ("ay", true)] {
+        let out = kbandit(&[
+            "bounds",
+            "--data",
+            data.to_str().unwrap(),
+            "--query",
+            query.to_str().unwrap(),
+            "--kernel",
+            "rbf",
+            "--lengthscale",
+            "0.4",
+            "--bound",
+            bound,
+            "--sigma",
+            "0.2",
+            "--norm-bound",
+            "3",
+            "--delta",
+            "0.05",
+            "--scale",
+            "2",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got = parse_output(&out.stdout);
+        let want = by_hand(&observations, &queries, 0.4, (0.2, 3.0, 0.05, 2.0), ay);
+        assert_eq!(got.len(), want.len());
+        for (g, w) in got.iter().zip(&want) {
+            for (a, b) in g.iter().zip(w) {
+                assert!(
+                    (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                    "{bound}: {g:?} vs {w:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_bound_and_kernel_runs_and_orders_its_output() {
+    let dir = scratch_dir("all");
+    let data = write(&dir, "obs.csv", OBSERVATIONS);
+    let query = write(&dir, "points.csv", QUERIES);
+    for kernel in ["rbf", "matern12", "matern32", "matern52", "linear"] {
+        for bound in ["ay", "igp", "amm", "dmm"] {
+            let out = kbandit(&[
+                "bounds",
+                "--data",
+                data.to_str().unwrap(),
+                "--query",
+                query.to_str().unwrap(),
+                "--kernel",
+                kernel,
+                "--lengthscale",
+                "0.5",
+                "--bound",
+                bound,
+            ]);
+            assert!(out.status.success(), "{kernel}/{bound}");
+            let rows = parse_output(&out.stdout);
+            assert_eq!(rows.len(), 3);
+            assert!(
+                rows.iter().all(|[_, lcb, ucb]| lcb <= ucb),
+                "{kernel}/{bound}"
+            );
+        }
+    }
+}
+
+/// Runs `bounds` on the given file contents and returns (status, stderr).
+fn failing(data: &str, query: &str, extra: &[&str]) -> (Option<i32>, String) {
+    let dir = scratch_dir(&format!(
+        "{:x}",
+        data.len() * 31 + query.len() + extra.len() * 7
+    ));
+    let data_path = write(&dir, "obs.csv", data);
+    let query_path = write(&dir, "points.csv", query);
+    let mut args = vec![
+        "bounds",
+        "--data",
+        data_path.to_str().unwrap(),
+        "--query",
+        query_path.to_str().unwrap(),
+        "--kernel",
+        "rbf",
+        "--lengthscale",
+        "0.5",
+        "--bound",
+        "dmm",
+    ];
+    args.extend_from_slice(extra);
+    let out = kbandit(&args);
+    assert!(out.stdout.is_empty(), "no output on error");
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn errors_name_the_file_and_line_and_exit_2() {
+    let cases: [(&str, &str, &[&str], &str); 9] = [
+        ("x,y\n0.1,0.5\n0.2\n", QUERIES, &[], "obs.csv:3:"),
+        ("x,y\n0.1,0.5\n0.2,abc\n", QUERIES, &[], "obs.csv:3:"),
+        ("x,y\n0.1,0.5\n0.2,NaN\n", QUERIES, &[], "obs.csv:3:"),
+        ("x,y\n0.1,0.5\ninf,0.2\n", QUERIES, &[], "obs.csv:3:"),
+        ("x,y\n", QUERIES, &[], "obs.csv: no rows"),
+        ("y\n0.5\n", QUERIES, &[], "obs.csv:1:"),
+        (
+            OBSERVATIONS,
+            "x1,x2,x3\n0.1,0.2,0.3\n",
+            &[],
+            "points.csv:1:",
+        ),
+        (
+            OBSERVATIONS,
+            "x1,x2\n0.1,0.2\n0.3,1e999\n",
+            &[],
+            "points.csv:3:",
+        ),
+        (OBSERVATIONS, QUERIES, &["--sigma", "-1"], "sigma"),
+    ];
+    for (data, query, extra, expected) in cases {
+        let (code, stderr) = failing(data, query, extra);
+        assert_eq!(code, Some(2), "{expected}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(expected), "{expected:?} not in {stderr:?}");
+    }
+    for (flag, value) in [
+        ("--norm-bound", "0"),
+        ("--delta", "1.5"),
+        ("--scale", "0"),
+        ("--lambda", "-2"),
+        ("--eta", "0"),
+    ] {
+        let (code, stderr) = failing(OBSERVATIONS, QUERIES, &[flag, value]);
+        assert_eq!(code, Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains("invalid parameter"), "{flag}: {stderr}");
+    }
+    // Invalid or missing length-scale, missing file.
+    let dir = scratch_dir("missing");
+    let query = write(&dir, "points.csv", QUERIES);
+    let out = kbandit(&[
+        "bounds",
+        "--data",
+        dir.join("nope.csv").to_str().unwrap(),
+        "--query",
+        query.to_str().unwrap(),
+        "--kernel",
+        "rbf",
+        "--lengthscale",
+        "0.5",
+        "--bound",
+        "amm",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope.csv"));
+    for extra in [&["--lengthscale", "-1"][..], &[][..]] {
+        let mut args = vec![
+            "bounds",
+            "--data",
+            query.to_str().unwrap(),
+            "--query",
+            query.to_str().unwrap(),
+            "--kernel",
+            "matern32",
+            "--bound",
+            "amm",
+        ];
+        args.extend_from_slice(extra);
+        let out = kbandit(&args);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("lengthscale"));
+    }
+}
