@@ -20,9 +20,16 @@ fn write(dir: &Path, file: &str, text: &str) -> PathBuf {
     path
 }
 
-fn kbandit(args: &[&str]) -> Output {
+/// Runs `kbandit bounds --data D --query Q --kernel K --bound B` followed by `extra`.
+fn bounds(data: &Path, query: &Path, kernel: &str, bound: &str, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kbandit"))
-        .args(args)
+        .arg("bounds")
+        .arg("--data")
+        .arg(data)
+        .arg("--query")
+        .arg(query)
+        .args(["--kernel", kernel, "--bound", bound])
+        .args(extra)
         .output()
         .expect("the kbandit binary runs")
 }
@@ -98,27 +105,24 @@ fn amm_and_ay_match_the_formulas_by_hand() {
     ];
     let queries = [[0.1, 0.2], [0.5, 0.5], [1.0, 0.0]];
     for (bound, ay) in [("amm", false), ("ay", true)] {
-        let out = kbandit(&[
-            "bounds",
-            "--data",
-            data.to_str().unwrap(),
-            "--query",
-            query.to_str().unwrap(),
-            "--kernel",
+        let out = bounds(
+            &data,
+            &query,
             "rbf",
-            "--lengthscale",
-            "0.4",
-            "--bound",
             bound,
-            "--sigma",
-            "0.2",
-            "--norm-bound",
-            "3",
-            "--delta",
-            "0.05",
-            "--scale",
-            "2",
-        ]);
+            &[
+                "--lengthscale",
+                "0.4",
+                "--sigma",
+                "0.2",
+                "--norm-bound",
+                "3",
+                "--delta",
+                "0.05",
+                "--scale",
+                "2",
+            ],
+        );
         assert!(
             out.status.success(),
             "{}",
@@ -145,19 +149,7 @@ fn every_bound_and_kernel_runs_and_orders_its_output() {
     let query = write(&dir, "points.csv", QUERIES);
     for kernel in ["rbf", "matern12", "matern32", "matern52", "linear"] {
         for bound in ["ay", "igp", "amm", "dmm"] {
-            let out = kbandit(&[
-                "bounds",
-                "--data",
-                data.to_str().unwrap(),
-                "--query",
-                query.to_str().unwrap(),
-                "--kernel",
-                kernel,
-                "--lengthscale",
-                "0.5",
-                "--bound",
-                bound,
-            ]);
+            let out = bounds(&data, &query, kernel, bound, &["--lengthscale", "0.5"]);
             assert!(out.status.success(), "{kernel}/{bound}");
             let rows = parse_output(&out.stdout);
             assert_eq!(rows.len(), 3);
@@ -177,21 +169,9 @@ fn failing(data: &str, query: &str, extra: &[&str]) -> (Option<i32>, String) {
     ));
     let data_path = write(&dir, "obs.csv", data);
     let query_path = write(&dir, "points.csv", query);
-    let mut args = vec![
-        "bounds",
-        "--data",
-        data_path.to_str().unwrap(),
-        "--query",
-        query_path.to_str().unwrap(),
-        "--kernel",
-        "rbf",
-        "--lengthscale",
-        "0.5",
-        "--bound",
-        "dmm",
-    ];
+    let mut args = vec!["--lengthscale", "0.5"];
     args.extend_from_slice(extra);
-    let out = kbandit(&args);
+    let out = bounds(&data_path, &query_path, "rbf", "dmm", &args);
     assert!(out.stdout.is_empty(), "no output on error");
     (out.status.code(), String::from_utf8(out.stderr).unwrap())
 }
@@ -239,35 +219,12 @@ fn errors_name_the_file_and_line_and_exit_2() {
     // Invalid or missing length-scale, missing file.
     let dir = scratch_dir("missing");
     let query = write(&dir, "points.csv", QUERIES);
-    let out = kbandit(&[
-        "bounds",
-        "--data",
-        dir.join("nope.csv").to_str().unwrap(),
-        "--query",
-        query.to_str().unwrap(),
-        "--kernel",
-        "rbf",
-        "--lengthscale",
-        "0.5",
-        "--bound",
-        "amm",
-    ]);
+    let missing = dir.join("nope.csv");
+    let out = bounds(&missing, &query, "rbf", "amm", &["--lengthscale", "0.5"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("nope.csv"));
     for extra in [&["--lengthscale", "-1"][..], &[][..]] {
-        let mut args = vec![
-            "bounds",
-            "--data",
-            query.to_str().unwrap(),
-            "--query",
-            query.to_str().unwrap(),
-            "--kernel",
-            "matern32",
-            "--bound",
-            "amm",
-        ];
-        args.extend_from_slice(extra);
-        let out = kbandit(&args);
+        let out = bounds(&query, &query, "matern32", "amm", extra);
         assert_eq!(out.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&out.stderr).contains("lengthscale"));
     }
