@@ -15,8 +15,8 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 ///
 /// Every a gives a valid bound (weak duality of Thm 4.5), so the grid minimum is one too, and
 /// it is never looser than AMM-UCB (a0 = σ²/c is always in the grid). The reported mean is
-/// μ_{a0}. The regularisers share one store of points and kernel values; a query evaluates the
-/// kernel block once and solves it against each factor.
+/// μ_{a0}. The regularisers share one store of points; a query evaluates the kernel block
+/// once and solves it against each factor.
 ///
 /// # Examples
 /// ```

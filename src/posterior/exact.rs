@@ -15,7 +15,8 @@ use crate::points::{Points, check_point};
 /// - q_a = y_tᵀ(K_t + aI)⁻¹y_t,  ld_a = ln det(I + K_t/a)
 ///
 /// Every regulariser keeps its own Cholesky factor of K_t + aI, appended in O(t²) per
-/// observation (paper 001 App. E.2); the points, targets and kernel values are stored once.
+/// observation (paper 001 App. E.2); the points and targets are stored once, and the kernel
+/// values of an update or a query are computed once for all regularisers.
 /// A batch query of m points evaluates the t × m cross-kernel block once and solves it against
 /// each factor.
 ///
@@ -40,8 +41,6 @@ pub struct ExactPosterior<K> {
     /// Observed inputs, row-major (t × d).
     inputs: Vec<f64>,
     targets: Vec<f64>,
-    /// K_t as a packed lower triangle: row i holds k(xᵢ, x₀..=xᵢ).
-    gram_rows: Vec<f64>,
     factors: Vec<CholeskyFactor>,
     /// Counts changes of the observations, so that a cached query knows whether it is current.
     generation: u64,
@@ -94,7 +93,6 @@ impl<K: Clone> Clone for ExactPosterior<K> {
             dim: self.dim,
             inputs: self.inputs.clone(),
             targets: self.targets.clone(),
-            gram_rows: self.gram_rows.clone(),
             factors: self.factors.clone(),
             generation: self.generation,
             workspace: Mutex::default(),
@@ -177,7 +175,6 @@ impl<K: Kernel> ExactPosterior<K> {
             dim: None,
             inputs: Vec::new(),
             targets: Vec::new(),
-            gram_rows: Vec::new(),
             factors,
             generation: 0,
             workspace: Mutex::default(),
@@ -252,16 +249,15 @@ impl<K: Kernel> ExactPosterior<K> {
         &self.targets
     }
 
-    /// The kernel matrix K_t (t × t), from the stored kernel values.
+    /// The kernel matrix K_t (t × t), recomputed from the stored points (O(t²d); it is not
+    /// kept, since the factors are all an update needs).
     pub fn kernel_matrix(&self) -> nalgebra::DMatrix<f64> {
         let t = self.len();
         let mut out = nalgebra::DMatrix::zeros(t, t);
+        let mut row = vec![0.0; t];
         for i in 0..t {
-            let row = &self.gram_rows[i * (i + 1) / 2..(i + 1) * (i + 2) / 2];
-            for (j, &v) in row.iter().enumerate() {
-                out[(i, j)] = v;
-                out[(j, i)] = v;
-            }
+            self.kernel.eval_rows(&self.inputs, self.input(i), &mut row);
+            out.row_mut(i).copy_from_slice(&row);
         }
         out
     }
@@ -293,15 +289,12 @@ impl<K: Kernel> ExactPosterior<K> {
             });
         }
         let t = self.len();
-        let mut cross = vec![0.0; t];
-        self.kernel.eval_rows(&self.inputs, x, &mut cross);
         let prior_variance = self.kernel.eval_diag(x);
-        if !(prior_variance.is_finite() && prior_variance >= 0.0)
-            || cross.iter().any(|v| !v.is_finite())
-        {
-            return Err(Error::NonFinite {
-                what: "kernel value at the observed point".into(),
-            });
+        let non_finite = || Error::NonFinite {
+            what: "kernel value at the observed point".into(),
+        };
+        if !(prior_variance.is_finite() && prior_variance >= 0.0) {
+            return Err(non_finite());
         }
         let cached = match self.workspace.get_mut() {
             Ok(workspace) => workspace.solved_columns(x, self.generation, t),
@@ -309,17 +302,25 @@ impl<K: Kernel> ExactPosterior<K> {
         };
         // Compute every factor's new row first, so that a failure leaves all of them untouched.
         let pending = match cached {
+            // The last query solved this point's column already (its kernel values were
+            // checked then).
             Some(columns) => self
                 .factors
                 .iter()
                 .zip(columns)
                 .map(|(f, row)| f.pending_row_solved(row, prior_variance, y))
                 .collect::<Result<Vec<_>>>()?,
-            None => self
-                .factors
-                .iter()
-                .map(|f| f.pending_row(&cross, prior_variance, y))
-                .collect::<Result<Vec<_>>>()?,
+            None => {
+                let mut cross = vec![0.0; t];
+                self.kernel.eval_rows(&self.inputs, x, &mut cross);
+                if cross.iter().any(|v| !v.is_finite()) {
+                    return Err(non_finite());
+                }
+                self.factors
+                    .iter()
+                    .map(|f| f.pending_row(&cross, prior_variance, y))
+                    .collect::<Result<Vec<_>>>()?
+            }
         };
         for (factor, row) in self.factors.iter_mut().zip(pending) {
             factor.commit(row);
@@ -327,8 +328,6 @@ impl<K: Kernel> ExactPosterior<K> {
         self.dim = Some(x.len());
         self.inputs.extend_from_slice(x);
         self.targets.push(y);
-        self.gram_rows.extend_from_slice(&cross);
-        self.gram_rows.push(prior_variance);
         self.generation += 1;
         Ok(())
     }
@@ -342,7 +341,6 @@ impl<K: Kernel> ExactPosterior<K> {
         let d = self.dim.unwrap_or(0);
         self.inputs.truncate(len * d);
         self.targets.truncate(len);
-        self.gram_rows.truncate(len * (len + 1) / 2);
         for factor in &mut self.factors {
             factor.truncate(len);
         }
