@@ -47,28 +47,6 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     }
 }
 
-/// Index of the largest value, the lowest index among ties.
-///
-/// # Errors
-/// [`Error::NoArms`] if `values` is empty, [`Error::NonFinite`] if any value is NaN.
-pub(crate) fn argmax_lowest(values: &[f64]) -> Result<usize> {
-    if values.is_empty() {
-        return Err(Error::NoArms);
-    }
-    if let Some(j) = values.iter().position(|v| v.is_nan()) {
-        return Err(Error::NonFinite {
-            what: format!("upper confidence bound of arm {j}"),
-        });
-    }
-    let mut best = 0;
-    for (j, &v) in values.iter().enumerate().skip(1) {
-        if v > values[best] {
-            best = j;
-        }
-    }
-    Ok(best)
-}
-
 impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
     fn name(&self) -> String {
         format!("ucb-{}", self.bound.name())
@@ -78,7 +56,7 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
         if arms.is_empty() {
             return Err(Error::NoArms);
         }
-        argmax_lowest(&self.bound.evaluate(arms)?.ucb)
+        self.bound.argmax_ucb(arms)
     }
 
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {

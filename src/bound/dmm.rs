@@ -132,5 +132,14 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
         })
     }
 
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+        let widths = self
+            .widths()
+            .into_iter()
+            .map(super::check_width)
+            .collect::<Result<Vec<_>>>()?;
+        self.posterior.argmax_upper(points, &widths)
+    }
+
     forward_posterior!();
 }

@@ -73,5 +73,10 @@ impl<K: Kernel> ConfidenceBound for Igp<K> {
         Bounds::symmetric(&batch, 0, self.width())
     }
 
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+        let width = super::check_width(self.width())?;
+        self.posterior.argmax_upper(points, &[width])
+    }
+
     forward_posterior!();
 }

@@ -23,7 +23,7 @@ pub use dmm::{DMM_GRID, Dmm};
 pub use igp::Igp;
 pub use params::{BoundParams, CheckedParams, paper_scale};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::points::{AsPoints, Points};
 use crate::posterior::PosteriorBatch;
 
@@ -128,6 +128,19 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// Keeps the first `len` observations and forgets the newer ones (exactly).
     fn truncate(&mut self, len: usize);
 
+    /// The index of the point with the largest UCB, the lowest index among ties: the arm a UCB
+    /// agent plays. The exact bounds override this to skip most of the O(t²) work per point
+    /// that [`ConfidenceBound::evaluate`] does (see [`ExactPosterior::argmax_upper`]).
+    ///
+    /// # Errors
+    /// [`crate::Error::NoArms`] for no point, [`crate::Error::NonFinite`] for a NaN UCB, and
+    /// as [`ConfidenceBound::evaluate`].
+    ///
+    /// [`ExactPosterior::argmax_upper`]: crate::posterior::ExactPosterior::argmax_upper
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+        argmax_lowest(&self.evaluate(points)?.ucb)
+    }
+
     /// [`ConfidenceBound::evaluate`] on anything that can be viewed as points. Available on
     /// concrete bounds and on `Box<dyn ConfidenceBound>`; through a `&dyn ConfidenceBound`, call
     /// `evaluate(&points.as_points()?)`.
@@ -142,6 +155,28 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// Index of the largest value, the lowest index among ties.
+///
+/// # Errors
+/// [`Error::NoArms`] if `values` is empty, [`Error::NonFinite`] if any value is NaN.
+pub(crate) fn argmax_lowest(values: &[f64]) -> Result<usize> {
+    if values.is_empty() {
+        return Err(Error::NoArms);
+    }
+    if let Some(j) = values.iter().position(|v| v.is_nan()) {
+        return Err(Error::NonFinite {
+            what: format!("upper confidence bound of arm {j}"),
+        });
+    }
+    let mut best = 0;
+    for (j, &v) in values.iter().enumerate().skip(1) {
+        if v > values[best] {
+            best = j;
+        }
+    }
+    Ok(best)
+}
+
 macro_rules! forward_bound {
     ($($wrapper:ty),*) => {$(
         impl<B: ConfidenceBound + ?Sized> ConfidenceBound for $wrapper {
@@ -153,6 +188,9 @@ macro_rules! forward_bound {
             }
             fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
                 (**self).evaluate(points)
+            }
+            fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+                (**self).argmax_ucb(points)
             }
             fn len(&self) -> usize {
                 (**self).len()

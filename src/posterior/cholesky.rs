@@ -1,8 +1,10 @@
 //! A Cholesky factor of K_t + aI that grows by one row per observation (SPEC §0).
 
 use faer::linalg::matmul::matmul;
-use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-use faer::prelude::ReborrowMut;
+use faer::linalg::triangular_solve::{
+    solve_lower_triangular_in_place, solve_upper_triangular_in_place,
+};
+use faer::prelude::{Reborrow, ReborrowMut};
 use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::error::{Error, Result};
@@ -128,38 +130,86 @@ impl CholeskyFactor {
     pub(crate) fn solve_block(&self, rhs: &mut [f64], m: usize) {
         let t = self.len;
         debug_assert_eq!(rhs.len(), t * m);
-        for (block, storage) in self.blocks.iter().enumerate() {
+        let mut start = 0;
+        while start < t {
+            let end = (start / BLOCK_ROWS + 1) * BLOCK_ROWS;
+            let end = end.min(t);
+            self.solve_rows(start, end, &mut rhs[..end * m], m);
+            start = end;
+        }
+    }
+
+    /// Rows `start..end` of V = L⁻¹B in place, given the rows before `start` already solved:
+    /// `rhs` is row-major (end × m), rows `..start` solved and rows `start..end` holding B's.
+    /// The rows must lie in one storage block (`(end − 1) / 128 == start / 128`), so that the
+    /// factor rows are one strided matrix.
+    pub(crate) fn solve_rows(&self, start: usize, end: usize, rhs: &mut [f64], m: usize) {
+        debug_assert!(start < end && end <= self.len);
+        debug_assert_eq!((end - 1) / BLOCK_ROWS, start / BLOCK_ROWS);
+        debug_assert_eq!(rhs.len(), end * m);
+        let block = start / BLOCK_ROWS;
+        let (width, first) = (block_width(block), start % BLOCK_ROWS);
+        let rows = end - start;
+        let storage = &self.blocks[block][first * width..];
+        let factor = MatRef::from_row_major_slice_with_stride(
+            &storage[..(rows - 1) * width + end],
+            rows,
+            end,
+            width,
+        );
+        let (solved, rest) = rhs.split_at_mut(start * m);
+        let mut current = MatMut::from_row_major_slice_mut(rest, rows, m);
+        if start > 0 {
+            matmul(
+                current.rb_mut(),
+                Accum::Add,
+                factor.subcols(0, start),
+                MatRef::from_row_major_slice(solved, start, m),
+                -1.0,
+                Par::Seq,
+            );
+        }
+        solve_lower_triangular_in_place(factor.submatrix(0, start, rows, rows), current, Par::Seq);
+    }
+
+    /// α = L⁻ᵀL⁻¹y = (K_t + aI)⁻¹y, so that μ_a(x) = k_t(x)ᵀα: one blocked back substitution,
+    /// O(t²), from the last storage block to the first: a triangular solve with the diagonal
+    /// block, then a (transposed) matrix–vector update of the entries before it.
+    pub(crate) fn weights(&self) -> Vec<f64> {
+        let t = self.len;
+        let mut alpha = self.whitened_targets.clone();
+        for (block, storage) in self.blocks.iter().enumerate().rev() {
             let start = block * BLOCK_ROWS;
             if start >= t {
-                break;
+                continue;
             }
-            let rows = (t - start).min(BLOCK_ROWS);
-            let width = block_width(block);
-            let end = start + rows;
+            let end = (start + BLOCK_ROWS).min(t);
+            let (rows, width) = (end - start, block_width(block));
             let factor = MatRef::from_row_major_slice_with_stride(
                 &storage[..(rows - 1) * width + end],
                 rows,
                 end,
                 width,
             );
-            let (solved, rest) = rhs.split_at_mut(start * m);
-            let mut current = MatMut::from_row_major_slice_mut(&mut rest[..rows * m], rows, m);
+            let (head, tail) = alpha.split_at_mut(start);
+            let mut current = MatMut::from_column_major_slice_mut(&mut tail[..rows], rows, 1);
+            solve_upper_triangular_in_place(
+                factor.submatrix(0, start, rows, rows).transpose(),
+                current.rb_mut(),
+                Par::Seq,
+            );
             if start > 0 {
                 matmul(
-                    current.rb_mut(),
+                    MatMut::from_column_major_slice_mut(head, start, 1),
                     Accum::Add,
-                    factor.subcols(0, start),
-                    MatRef::from_row_major_slice(solved, start, m),
+                    factor.subcols(0, start).transpose(),
+                    current.rb(),
                     -1.0,
                     Par::Seq,
                 );
             }
-            solve_lower_triangular_in_place(
-                factor.submatrix(0, start, rows, rows),
-                current,
-                Par::Seq,
-            );
         }
+        alpha
     }
 
     /// Computes the row that appending (x, y) would add, given `cross = k_t(x)` and

@@ -1,0 +1,251 @@
+//! The pruned arm selection (`ConfidenceBound::argmax_ucb`, `ExactPosterior::argmax_upper`)
+//! picks the arm with the largest UCB.
+//!
+//! Reference: for every regulariser a the test builds K_t by calling `Kernel::eval` on every
+//! pair of observed points, factors K_t + aI with nalgebra's dense `Cholesky` and evaluates
+//! U(x) = min_a μ_a(x) + w_a ρ_a(x) with full solves, using the bound's published widths
+//! (`width()` / `widths()`). The selected arm must be the reference argmax, or tie with it to
+//! 1e-9 relative (two arms whose UCBs agree to rounding may be ordered either way).
+//!
+//! The selection runs along the agent's own trajectory, so every update after the first
+//! reuses the solved column that the pruned selection left behind; the test then checks that
+//! the resulting factors equal those of a bound that never queried.
+
+use kernel_bandits::prelude::*;
+use nalgebra::{Cholesky, DMatrix, DVector};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use rand_distr::StandardNormal;
+
+/// Reference U(x) at every arm for a posterior with the given widths (one per regulariser).
+fn reference_ucb<K: Kernel>(gp: &ExactPosterior<K>, widths: &[f64], arms: &[Vec<f64>]) -> Vec<f64> {
+    let t = gp.len();
+    let kernel = gp.kernel();
+    let xs: Vec<&[f64]> = (0..t).map(|i| gp.input(i)).collect();
+    let gram = DMatrix::from_fn(t, t, |i, j| kernel.eval(xs[i], xs[j]));
+    let y = DVector::from_column_slice(gp.targets());
+    let mut ucb = vec![f64::INFINITY; arms.len()];
+    for (a, &w) in gp.regularisers().zip(widths) {
+        let chol = (t > 0).then(|| {
+            Cholesky::new(&gram + DMatrix::identity(t, t) * a).expect("K + aI is positive definite")
+        });
+        for (u, x) in ucb.iter_mut().zip(arms) {
+            let k = DVector::from_fn(t, |i, _| kernel.eval(xs[i], x));
+            let (mean, explained) = match &chol {
+                Some(chol) => (k.dot(&chol.solve(&y)), k.dot(&chol.solve(&k))),
+                None => (0.0, 0.0),
+            };
+            let variance = (kernel.eval(x, x) - explained).max(0.0);
+            *u = u.min(mean + w * variance.sqrt());
+        }
+    }
+    ucb
+}
+
+/// Asserts that `chosen` is the reference argmax or ties with it to 1e-9 relative.
+fn assert_best(reference: &[f64], chosen: usize, context: &str) {
+    let best = reference.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let scale = 1.0 + best.abs();
+    assert!(
+        reference[chosen] >= best - 1e-9 * scale,
+        "{context}: chose arm {chosen} with UCB {} but the best is {best}",
+        reference[chosen]
+    );
+}
+
+/// A fresh arm set: `n` uniform points, two copies of observed inputs (if any) and a
+/// duplicate of the first arm.
+fn arms(rng: &mut ChaCha8Rng, n: usize, observed: &[Vec<f64>], dim: usize) -> Vec<Vec<f64>> {
+    let mut arms: Vec<Vec<f64>> = (0..n)
+        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    for _ in 0..2 {
+        if !observed.is_empty() {
+            arms.push(observed[rng.random_range(0..observed.len())].clone());
+        }
+    }
+    arms.push(arms[0].clone());
+    arms
+}
+
+fn target(x: &[f64]) -> f64 {
+    3.0 * (4.0 * x[0]).sin() + 2.0 * x[1] * (3.0 * x[2]).cos() - x[2]
+}
+
+/// Runs the UCB agent on `bound` for `rounds` rounds, checking every selection at the rounds
+/// in `checks` against the reference, then compares the factors with a bound fed the same
+/// observations without queries.
+fn run<B, K>(
+    mut bound: B,
+    fresh: B,
+    widths: impl Fn(&B) -> Vec<f64>,
+    posterior: impl Fn(&B) -> &ExactPosterior<K>,
+    seed: u64,
+    rounds: usize,
+    name: &str,
+) where
+    B: ConfidenceBound,
+    K: Kernel,
+{
+    const DIM: usize = 3;
+    let checks = [
+        0, 1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 256, 257, 299,
+    ];
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut plain = fresh;
+    let mut observed: Vec<Vec<f64>> = Vec::new();
+    for round in 0..rounds {
+        let arms = arms(&mut rng, 40, &observed, DIM);
+        let chosen = bound.argmax_ucb(&arms.as_points().unwrap()).unwrap();
+        if checks.contains(&round) {
+            let reference = reference_ucb(posterior(&bound), &widths(&bound), &arms);
+            assert_best(&reference, chosen, &format!("{name}, t = {round}"));
+        }
+        let noise: f64 = rng.sample(StandardNormal);
+        let y = target(&arms[chosen]) + 0.1 * noise;
+        bound.observe(&arms[chosen], y).unwrap();
+        plain.observe(&arms[chosen], y).unwrap();
+        observed.push(arms[chosen].clone());
+    }
+    let (a, b) = (posterior(&bound), posterior(&plain));
+    for r in 0..a.regularisers().len() {
+        let (qa, qb) = (a.quad_form(r), b.quad_form(r));
+        assert!(
+            (qa - qb).abs() <= 1e-9 * (1.0 + qb),
+            "{name}: q {qa} vs {qb}"
+        );
+        let (la, lb) = (a.log_det(r), b.log_det(r));
+        assert!(
+            (la - lb).abs() <= 1e-9 * (1.0 + lb),
+            "{name}: ld {la} vs {lb}"
+        );
+    }
+}
+
+fn params() -> BoundParams {
+    BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(10.0)
+        .delta(0.01)
+        .scale(1.0)
+        .eta(0.002)
+}
+
+macro_rules! check_bound {
+    ($test:ident, $bound:ident, $widths:expr, $kernel:expr, $seed:expr) => {
+        #[test]
+        fn $test() {
+            let kernel = $kernel;
+            run(
+                $bound::new(kernel.clone(), params()).unwrap(),
+                $bound::new(kernel, params()).unwrap(),
+                $widths,
+                |b| b.posterior(),
+                $seed,
+                300,
+                stringify!($test),
+            );
+        }
+    };
+}
+
+check_bound!(
+    dmm_rbf,
+    Dmm,
+    |b: &Dmm<_>| b.widths(),
+    Rbf::new(0.5).unwrap(),
+    1
+);
+check_bound!(
+    dmm_matern32_short,
+    Dmm,
+    |b: &Dmm<_>| b.widths(),
+    Matern::new(1.5, 0.1).unwrap(),
+    2
+);
+check_bound!(
+    amm_matern52,
+    Amm,
+    |b: &Amm<_>| vec![b.width()],
+    Matern::new(2.5, 0.3).unwrap(),
+    3
+);
+check_bound!(
+    amm_rbf_long,
+    Amm,
+    |b: &Amm<_>| vec![b.width()],
+    Rbf::new(5.0).unwrap(),
+    4
+);
+check_bound!(
+    ay_rbf,
+    Ay,
+    |b: &Ay<_>| vec![b.width()],
+    Rbf::new(0.2).unwrap(),
+    5
+);
+check_bound!(
+    igp_matern52,
+    Igp,
+    |b: &Igp<_>| vec![b.width()],
+    Matern::new(2.5, 0.5).unwrap(),
+    6
+);
+
+#[test]
+fn ties_go_to_the_lowest_index() {
+    let mut amm = Amm::new(Rbf::new(0.5).unwrap(), params()).unwrap();
+    let same = vec![vec![0.3, 0.3]; 5];
+    assert_eq!(amm.argmax_ucb(&same.as_points().unwrap()).unwrap(), 0);
+    amm.observe(&[0.3, 0.3], 1.0).unwrap();
+    amm.observe(&[0.8, 0.1], -1.0).unwrap();
+    let arms = vec![
+        vec![0.8, 0.1],
+        vec![0.5, 0.5],
+        vec![0.1, 0.9],
+        vec![0.5, 0.5],
+    ];
+    let ucb = amm.bounds(&arms).unwrap().ucb;
+    let chosen = amm.argmax_ucb(&arms.as_points().unwrap()).unwrap();
+    let first_best = (0..arms.len())
+        .find(|&j| ucb.iter().all(|&u| ucb[j] >= u))
+        .unwrap();
+    assert_eq!(chosen, first_best);
+}
+
+#[test]
+fn invalid_queries_are_errors_and_change_nothing() {
+    let mut dmm = Dmm::new(Matern::new(2.5, 0.5).unwrap(), params()).unwrap();
+    for i in 0..40 {
+        let x = [i as f64 / 40.0, 0.5];
+        dmm.observe(&x, target(&[x[0], x[1], 0.0])).unwrap();
+    }
+    let probe = vec![vec![0.25, 0.75], vec![0.6, 0.1]];
+    let before = dmm.bounds(&probe).unwrap();
+    let empty: Vec<Vec<f64>> = Vec::new();
+    assert!(matches!(
+        dmm.argmax_ucb(&empty.as_points().unwrap()),
+        Err(Error::NoArms)
+    ));
+    let wrong = vec![vec![0.1, 0.2, 0.3]];
+    assert!(matches!(
+        dmm.argmax_ucb(&wrong.as_points().unwrap()),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    let gp = dmm.posterior();
+    let arms = probe.as_points().unwrap();
+    assert!(matches!(
+        gp.argmax_upper(&arms, &[1.0]),
+        Err(Error::InvalidParameter { name: "widths", .. })
+    ));
+    assert!(matches!(
+        gp.argmax_upper(&arms, &[1.0, 1.0, f64::NAN, 1.0, 1.0]),
+        Err(Error::InvalidParameter { name: "widths", .. })
+    ));
+    assert!(matches!(
+        gp.argmax_upper(&arms, &[1.0, 1.0, -1.0, 1.0, 1.0]),
+        Err(Error::InvalidParameter { name: "widths", .. })
+    ));
+    assert_eq!(dmm.len(), 40);
+    assert_eq!(dmm.bounds(&probe).unwrap(), before);
+}
