@@ -6,6 +6,7 @@
 
 mod cholesky;
 mod exact;
+mod select;
 
 pub use cholesky::CholeskyFactor;
 pub use exact::{ExactPosterior, PosteriorBatch};

@@ -1,14 +1,19 @@
-//! `kbandit`: confidence bounds for logged data from the command line.
+//! `kbandit`: confidence bounds for logged data, and the papers' experiments, from the
+//! command line.
 //!
 //! ```text
 //! kbandit bounds --data obs.csv --query points.csv --kernel matern52 --lengthscale 0.5 \
 //!     --bound dmm --sigma 0.1 --norm-bound 10 --delta 0.01 --scale 1.0
+//! kbandit reproduce table1 [--reps 10] [--out results]
+//! kbandit reproduce bands [--out results]
 //! ```
 //!
 //! Errors print one line to stderr, naming the file and line where there is one, and exit
 //! with status 2.
 
 mod bounds;
+mod plot;
+mod reproduce;
 mod table;
 
 use std::process::ExitCode;
@@ -27,12 +32,18 @@ struct Cli {
 enum Command {
     /// Mean, LCB and UCB at query points, given observations (CSV in, CSV out).
     Bounds(bounds::BoundsArgs),
+    /// Reproduce a paper experiment: tables on stdout, JSON, CSV and plots in --out.
+    Reproduce {
+        #[command(subcommand)]
+        experiment: reproduce::Experiment,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bounds(args) => bounds::run(&args),
+        Command::Reproduce { experiment } => reproduce::run(&experiment),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,396 @@
+//! PNG and SVG figures for `kbandit`, drawn with `plotters`.
+//!
+//! Text is rendered with the DejaVu Sans bytes shipped by the `dejavu` crate (registered once with
+//! plotters' `ab_glyph` backend), so no system fonts or fontconfig are needed. SVGs name the
+//! `sans-serif` family in `<text>` elements instead of embedding the font.
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::fmt::Display;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+const SIZE: (u32, u32) = (1000, 700);
+const FONT: &str = "sans-serif";
+/// Lines are subsampled to at most about this many points, so SVGs stay small.
+const MAX_POINTS: usize = 1000;
+/// Tableau 10 (matplotlib's `tab10`), cycled when there are more series.
+const PALETTE: [u32; 10] = [
+    0x1f77b4, 0xff7f0e, 0x2ca02c, 0xd62728, 0x9467bd, 0x8c564b, 0xe377c2, 0x7f7f7f, 0xbcbd22,
+    0x17becf,
+];
+
+/// One method's curve: mean cumulative regret per round and its standard deviation.
+#[derive(Debug, Clone, Copy)]
+pub struct Curve<'a> {
+    /// Legend label.
+    pub label: &'a str,
+    /// Mean cumulative regret after rounds 1..=T.
+    pub mean: &'a [f64],
+    /// Standard deviation of the cumulative regret, same length as `mean`.
+    pub std: &'a [f64],
+}
+
+/// One bound's band over a 1-D grid.
+#[derive(Debug, Clone, Copy)]
+pub struct Band<'a> {
+    /// Legend label.
+    pub label: &'a str,
+    /// Lower confidence bound at each grid point.
+    pub lcb: &'a [f64],
+    /// Upper confidence bound at each grid point.
+    pub ucb: &'a [f64],
+}
+
+/// Mean cumulative regret vs round with a ±1 std shaded band per method, labelled axes
+/// ("round t", "cumulative regret"), a legend (right of the axes), and `title`. Writes `stem.png`
+/// (1000×700) and `stem.svg`. x runs over 1..=T.
+///
+/// The y-axis is linear from 0, unless the largest final mean regret is over 10× the smallest
+/// (typically a random baseline beside good methods): then it is logarithmic, from half the
+/// smallest mean after the first 5% of rounds, and labelled "cumulative regret (log scale)".
+pub fn regret_plot(stem: &Path, title: &str, curves: &[Curve<'_>]) -> Result<(), String> {
+    let t = curves.first().map_or(0, |c| c.mean.len());
+    if t == 0 || curves.iter().any(|c| c.mean.len() != t || c.std.len() != t) {
+        let stem = stem.display();
+        return Err(format!("{stem}: no curves, or curves of different lengths"));
+    }
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, ("round t", "cumulative regret"));
+    for (i, c) in curves.iter().enumerate() {
+        let point = |j: usize, s: f64| ((j + 1) as f64, c.mean[j] + s * c.std[j]);
+        let at = |s: f64| thin(t).map(|j| point(j, s)).collect();
+        fig.bands.push((colour(i), at(-1.0), at(1.0)));
+        fig.lines.push((colour(i), at(0.0)));
+        fig.legend.push((c.label, colour(i), Mark::Band));
+    }
+    fig.x = 1.0..t.max(2) as f64;
+    let upper = fig.bands.iter().flat_map(|b| &b.2);
+    let top = range(upper.map(|p| p.1)).map_or(1.0, |r| r.1);
+    let (lo, hi) = range(curves.iter().map(|c| c.mean[t - 1])).unwrap_or((0.0, 0.0));
+    if lo > 0.0 && hi > 10.0 * lo {
+        let later = curves.iter().flat_map(|c| c.mean[t / 20..].iter().copied());
+        let floor = range(later.filter(|&v| v > 0.0)).map_or(lo, |r| r.0) / 2.0;
+        (fig.y, fig.log_y, fig.desc.1) = (floor..1.5 * top, true, "cumulative regret (log scale)");
+    } else {
+        let bottom = range(curves.iter().flat_map(|c| c.mean.iter().copied()));
+        let bottom = bottom.map_or(0.0, |r| r.0.min(0.0));
+        fig.y = bottom..top.max(bottom + 1e-9) + 0.05 * (top - bottom).abs();
+    }
+    fig.render(stem)
+}
+
+/// Paper-001-Figure-1 style plot: the true function f over the grid `xs` (black line), the
+/// observations as dots, and for each band its UCB and LCB as two lines of one colour with a
+/// light fill between, a legend (right of the axes), axes "x" and "f(x)", and `title`. Writes
+/// `stem.png` and `stem.svg`.
+///
+/// The y-range covers f and the observations, and widens to take in the bands by at most half
+/// that span above and below: early bounds may be far wider than f, and are clipped there.
+pub fn bands_plot(
+    stem: &Path,
+    title: &str,
+    xs: &[f64],
+    truth: &[f64],
+    observations: &[(f64, f64)],
+    bands: &[Band<'_>],
+) -> Result<(), String> {
+    let n = xs.len();
+    if n < 2 || truth.len() != n || bands.iter().any(|b| b.lcb.len() != n || b.ucb.len() != n) {
+        let stem = stem.display();
+        return Err(format!(
+            "{stem}: f and each band need a value per grid point (≥ 2)"
+        ));
+    }
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, ("x", "f(x)"));
+    fig.legend = vec![("f", BLACK, Mark::Line), ("observations", BLACK, Mark::Dot)];
+    let line = |ys: &[f64]| thin(n).map(|j| (xs[j], ys[j])).collect::<Vec<_>>();
+    for (i, b) in bands.iter().enumerate() {
+        fig.lines.push((colour(i), line(b.lcb)));
+        fig.lines.push((colour(i), line(b.ucb)));
+        fig.bands.push((colour(i), line(b.lcb), line(b.ucb)));
+        fig.legend.push((b.label, colour(i), Mark::Band));
+    }
+    fig.lines.push((BLACK, line(truth)));
+    fig.dots = observations.to_vec();
+    let xr = range(xs.iter().copied().chain(observations.iter().map(|o| o.0)));
+    let (x0, x1) = xr.unwrap_or((0.0, 1.0));
+    let observed = observations.iter().map(|o| o.1);
+    let data = truth.iter().copied().chain(observed);
+    let (d0, d1) = range(data).unwrap_or((-1.0, 1.0));
+    let span = if d1 > d0 { d1 - d0 } else { d0.abs().max(1.0) };
+    let edges = fig.bands.iter().flat_map(|b| b.1.iter().chain(&b.2));
+    let (b0, b1) = range(edges.map(|p| p.1)).unwrap_or((d0, d1));
+    let lo = b0.min(d0).max(d0 - span / 2.0);
+    let hi = b1.max(d1).min(d1 + span / 2.0);
+    fig.x = x0..x1.max(x0 + 1e-9);
+    fig.y = lo - 0.03 * (hi - lo)..hi + 0.03 * (hi - lo);
+    fig.render(stem)
+}
+
+/// What a legend entry shows beside its label.
+enum Mark {
+    Line,
+    Band,
+    Dot,
+}
+
+type Points = Vec<(f64, f64)>;
+
+/// A figure as data: shaded bands `(colour, lower, upper)`, lines, black dots, and a legend.
+#[derive(Default)]
+struct Figure<'a> {
+    title: &'a str,
+    desc: (&'a str, &'a str),
+    x: Range<f64>,
+    y: Range<f64>,
+    log_y: bool,
+    bands: Vec<(RGBColor, Points, Points)>,
+    lines: Vec<(RGBColor, Points)>,
+    dots: Points,
+    legend: Vec<(&'a str, RGBColor, Mark)>,
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+impl Figure<'_> {
+    /// Writes `stem.png` and `stem.svg`.
+    fn render(&self, stem: &Path) -> Result<(), String> {
+        static FONT_LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+        FONT_LOADED
+            .get_or_init(|| {
+                plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+                    .map_err(|_| "cannot load the bundled DejaVu Sans font".to_string())
+            })
+            .clone()?;
+        let path = |ext: &str| {
+            let mut p = stem.as_os_str().to_owned();
+            p.push(ext);
+            PathBuf::from(p)
+        };
+        let (png, svg) = (path(".png"), path(".svg"));
+        let fail = |p: &Path, e: &dyn Display| format!("cannot write {}: {e}", p.display());
+        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        let done = self.draw(&root).and_then(|()| root.present());
+        done.map_err(|e| fail(&png, &e))?;
+        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        let done = self.draw(&root).and_then(|()| root.present());
+        done.map_err(|e| fail(&svg, &e))
+    }
+
+    /// Title, legend panel at the right (as wide as its longest label), then the axes.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let area = root.titled(self.title, (FONT, 26))?;
+        let style = TextStyle::from((FONT, 17).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        let mut width = 0;
+        for (label, ..) in &self.legend {
+            width = width.max(area.estimate_text_size(label, &style)?.0);
+        }
+        let (axes, panel) =
+            area.split_horizontally(area.dim_in_pixel().0.saturating_sub(width + 70));
+        for (i, (label, c, mark)) in self.legend.iter().enumerate() {
+            let y = 30 + 28 * i as i32;
+            if let Mark::Band = mark {
+                let corners = [(10, y - 8), (40, y + 8)];
+                panel.draw(&Rectangle::new(corners, c.mix(0.2).filled()))?;
+            }
+            if let Mark::Dot = mark {
+                panel.draw(&Circle::new((25, y), 4, c.filled()))?;
+            } else {
+                panel.draw(&PathElement::new([(10, y), (40, y)], c.stroke_width(2)))?;
+            }
+            panel.draw_text(label, &style, (50, y))?;
+        }
+        let x = RangedCoordf64::from(self.x.clone());
+        if self.log_y {
+            self.axes(&axes, x, LogCoord::from(self.y.clone().log_scale()))
+        } else {
+            self.axes(&axes, x, RangedCoordf64::from(self.y.clone()))
+        }
+    }
+
+    /// Axes, grid, bands, lines and dots, all clipped to the y-range.
+    fn axes<DB, X, Y>(&self, area: &DrawingArea<DB, Shift>, x: X, y: Y) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let (lo, hi) = (self.y.start, self.y.end);
+        let mut chart = ChartBuilder::on(area)
+            .margin(15)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x, y)?;
+        chart
+            .configure_mesh()
+            .x_desc(self.desc.0)
+            .y_desc(self.desc.1)
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 20))
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(TRANSPARENT)
+            .draw()?;
+        for (c, lower, upper) in &self.bands {
+            let edge = upper.iter().chain(lower.iter().rev());
+            let edge = edge
+                .filter(|p| p.1.is_finite())
+                .map(|&(x, y)| (x, y.clamp(lo, hi)));
+            let edge: Points = edge.collect();
+            chart.draw_series([Polygon::new(edge, c.mix(0.2).filled())])?;
+        }
+        for (c, pts) in &self.lines {
+            let runs = clip(pts, lo, hi).into_iter();
+            chart.draw_series(runs.map(|run| PathElement::new(run, c.stroke_width(2))))?;
+        }
+        let dots = self.dots.iter().filter(|p| (lo..=hi).contains(&p.1));
+        chart.draw_series(dots.map(|&p| Circle::new(p, 4, BLACK.filled())))?;
+        Ok(())
+    }
+}
+
+fn colour(i: usize) -> RGBColor {
+    let c = PALETTE[i % PALETTE.len()];
+    RGBColor((c >> 16) as u8, (c >> 8) as u8, c as u8)
+}
+
+/// Indices `0..n` thinned to at most about [`MAX_POINTS`], always keeping the last.
+fn thin(n: usize) -> impl Iterator<Item = usize> {
+    let step = n.div_ceil(MAX_POINTS).max(1);
+    let last = (n > 0 && !(n - 1).is_multiple_of(step)).then(|| n - 1);
+    (0..n).step_by(step).chain(last)
+}
+
+/// The smallest and largest finite values, or `None` if there are none.
+fn range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
+    let finite = values.into_iter().filter(|v| v.is_finite());
+    finite.fold(None, |acc, v| {
+        let (lo, hi) = acc.unwrap_or((v, v));
+        Some((lo.min(v), hi.max(v)))
+    })
+}
+
+/// Tick labels without trailing zeros; scientific notation for very large or small values.
+fn tick(v: &f64) -> String {
+    if v.abs() >= 1e5 || (v.abs() < 1e-3 && *v != 0.0) {
+        return format!("{v:e}");
+    }
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// The parts of the polyline `pts` with `lo <= y <= hi`, cut exactly at the limits; non-finite
+/// points break the line.
+fn clip(pts: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Points> {
+    let (mut runs, mut run) = (vec![], vec![]);
+    for w in pts.windows(2) {
+        let ((x0, y0), (x1, y1)) = (w[0], w[1]);
+        let (a, b) = ((lo - y0) / (y1 - y0), (hi - y0) / (y1 - y0));
+        let (t0, t1) = match (y0.is_finite() && y1.is_finite(), y0 == y1) {
+            (false, _) => (1.0, 0.0),
+            (true, true) if (lo..=hi).contains(&y0) => (0.0, 1.0),
+            (true, true) => (1.0, 0.0),
+            (true, false) => (a.min(b).max(0.0), a.max(b).min(1.0)),
+        };
+        if t0 > t1 {
+            runs.push(std::mem::take(&mut run));
+            continue;
+        }
+        let at = |t: f64| (x0 + t * (x1 - x0), y0 + t * (y1 - y0));
+        if run.is_empty() {
+            run.push(at(t0));
+        }
+        run.push(at(t1));
+        if t1 < 1.0 {
+            runs.push(std::mem::take(&mut run));
+        }
+    }
+    runs.push(run);
+    runs.retain(|r| r.len() > 1);
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clip_cuts_lines_at_the_limits_and_at_gaps() {
+        let pts = [
+            (0.0, 0.0),
+            (1.0, 2.0),
+            (2.0, 0.0),
+            (3.0, f64::NAN),
+            (4.0, 0.5),
+            (5.0, 0.5),
+        ];
+        let runs = clip(&pts, -1.0, 1.0);
+        assert_eq!(
+            runs,
+            vec![
+                vec![(0.0, 0.0), (0.5, 1.0)],
+                vec![(1.5, 1.0), (2.0, 0.0)],
+                vec![(4.0, 0.5), (5.0, 0.5)]
+            ]
+        );
+    }
+
+    #[test]
+    fn thin_bounds_the_points_and_keeps_the_ends() {
+        let kept: Vec<_> = thin(5000).collect();
+        assert!(kept.len() <= MAX_POINTS + 1 && kept[0] == 0 && kept.last() == Some(&4999));
+        assert_eq!(thin(3).collect::<Vec<_>>(), [0, 1, 2]);
+    }
+
+    #[test]
+    fn both_plots_write_png_and_svg_with_the_bundled_font() {
+        let dir = std::env::temp_dir().join(format!("kbandit-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mean: Vec<f64> = (1..=50).map(|t| f64::from(t).sqrt()).collect();
+        let curve = Curve {
+            label: "method",
+            mean: &mean,
+            std: &mean,
+        };
+        regret_plot(&dir.join("regret"), "regret", &[curve]).unwrap();
+        let xs = [0.0, 0.5, 1.0];
+        let band = Band {
+            label: "bound",
+            lcb: &[-1.0, -1.0, -30.0],
+            ucb: &[1.0, 1.0, 30.0],
+        };
+        bands_plot(
+            &dir.join("bands"),
+            "bands",
+            &xs,
+            &[0.0, 0.5, 0.0],
+            &[(0.5, 0.4)],
+            &[band],
+        )
+        .unwrap();
+        for stem in ["regret", "bands"] {
+            assert!(
+                std::fs::metadata(dir.join(format!("{stem}.png")))
+                    .unwrap()
+                    .len()
+                    > 1000
+            );
+            let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+            assert!(svg.starts_with("<svg") && svg.contains(stem));
+        }
+        assert!(
+            regret_plot(&dir.join("missing/regret"), "x", &[curve])
+                .unwrap_err()
+                .contains("missing")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,69 @@
+//! `kbandit reproduce`: the experiments of the papers, with progress, tables and plots.
+
+mod bands;
+mod table1;
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use clap::Subcommand;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// The experiments `kbandit reproduce` runs.
+#[derive(Debug, Subcommand)]
+pub enum Experiment {
+    /// Paper 001 §7 / Table 1: cumulative regret of the UCB agents on random RKHS functions.
+    Table1(table1::Table1Args),
+    /// Paper 001 Figure 1: the confidence bands of every bound on a 1-D function.
+    Bands(bands::BandsArgs),
+}
+
+/// Runs one experiment.
+pub fn run(experiment: &Experiment) -> Result<(), String> {
+    match experiment {
+        Experiment::Table1(args) => table1::run(args),
+        Experiment::Bands(args) => bands::run(args),
+    }
+}
+
+/// A progress bar on stderr for `len` steps, hidden when stderr is not a terminal (a pipe, a
+/// log file, CI).
+fn progress_bar(len: u64, what: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    if !std::io::stderr().is_terminal() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    let style = ProgressStyle::with_template(
+        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg} (eta {eta})",
+    )
+    .expect("the template is valid");
+    bar.set_style(style);
+    bar.set_prefix(what.to_owned());
+    bar
+}
+
+/// Creates the output directory (and its parents).
+fn create_dir(dir: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))
+}
+
+/// Writes `contents` to `path`.
+fn write_file(path: &Path, contents: &str) -> Result<(), String> {
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// SplitMix64 finaliser: a well-mixed 64-bit function of `x`.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d4_9bb1_3311_49eb);
+    z ^ (z >> 31)
+}
+
+/// A seed derived from a base seed and a path of labels, the same whatever else runs: each
+/// repetition of each setting gets its own stream, independent of thread count and of which
+/// other settings are selected.
+fn derive_seed(seed: u64, labels: &[u64]) -> u64 {
+    labels.iter().fold(mix(seed), |acc, &l| mix(acc ^ mix(l)))
+}

@@ -1,0 +1,523 @@
+//! `kbandit reproduce table1`: paper 001 §7 and Table 1 (SPEC §7).
+//!
+//! For every setting (kernel × length-scale) and repetition, one random RKHS function with
+//! ‖f‖_H = B and one sequence of arm sets and noise are drawn; every method plays that same
+//! problem (the paper's protocol). Runs are independent jobs spread over the cores by rayon;
+//! each job's randomness is a function of (seed, kernel, length-scale, repetition) only, so the
+//! results do not depend on the thread count or on which other settings are selected.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use kernel_bandits::prelude::*;
+// The prelude's one-parameter `Result` would shadow this one.
+use rayon::prelude::*;
+use serde::Serialize;
+use std::result::Result;
+
+use super::{create_dir, derive_seed, progress_bar, write_file};
+use crate::plot::{Curve, regret_plot};
+
+/// Arguments of `kbandit reproduce table1`.
+#[derive(Debug, Args)]
+pub struct Table1Args {
+    /// Input dimension d.
+    #[arg(long, default_value_t = 3)]
+    dims: usize,
+    /// Kernels (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelChoice::Rbf, KernelChoice::Matern52, KernelChoice::Matern32])]
+    kernels: Vec<KernelChoice>,
+    /// Length-scales (comma-separated).
+    #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.2], allow_negative_numbers = true)]
+    lengthscales: Vec<f64>,
+    /// Methods (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Method::Dmm, Method::Amm, Method::Ay, Method::Igp, Method::Random])]
+    methods: Vec<Method>,
+    /// Repetitions per setting.
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    /// Rounds T per run.
+    #[arg(long, default_value_t = 1000)]
+    horizon: usize,
+    /// Base seed; every run derives its own from it.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory for table1.json, table1.csv and the plots.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Worker threads [default: one per core].
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// The kernels of paper 001 §7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KernelChoice {
+    Rbf,
+    Matern52,
+    Matern32,
+}
+
+impl KernelChoice {
+    fn tag(self) -> &'static str {
+        match self {
+            Self::Rbf => "rbf",
+            Self::Matern52 => "matern52",
+            Self::Matern32 => "matern32",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Self::Rbf => "RBF",
+            Self::Matern52 => "Matérn 5/2",
+            Self::Matern32 => "Matérn 3/2",
+        }
+    }
+}
+
+/// The agents compared in paper 001 Table 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Method {
+    Dmm,
+    Amm,
+    Ay,
+    Igp,
+    Random,
+}
+
+impl Method {
+    fn tag(self) -> &'static str {
+        match self {
+            Self::Dmm => "dmm",
+            Self::Amm => "amm",
+            Self::Ay => "ay",
+            Self::Igp => "igp",
+            Self::Random => "random",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Self::Dmm => "Kernel DMM-UCB",
+            Self::Amm => "Kernel AMM-UCB",
+            Self::Ay => "AY-GP-UCB",
+            Self::Igp => "IGP-UCB",
+            Self::Random => "Random",
+        }
+    }
+}
+
+/// Paper 001 Table 1 (d = 3, T = 1000, 10 repetitions): (kernel, ℓ, method, mean, std).
+const PAPER_TABLE1: [(KernelChoice, f64, Method, f64, f64); 30] = {
+    use KernelChoice::*;
+    use Method::*;
+    [
+        (Rbf, 0.5, Dmm, 32.2, 20.9),
+        (Rbf, 0.2, Dmm, 491.4, 117.1),
+        (Matern52, 0.5, Dmm, 129.5, 45.6),
+        (Matern52, 0.2, Dmm, 795.1, 206.0),
+        (Matern32, 0.5, Dmm, 195.6, 78.0),
+        (Matern32, 0.2, Dmm, 814.1, 344.4),
+        (Rbf, 0.5, Amm, 88.8, 6.1),
+        (Rbf, 0.2, Amm, 1206.2, 20.8),
+        (Matern52, 0.5, Amm, 197.0, 24.4),
+        (Matern52, 0.2, Amm, 1661.5, 90.1),
+        (Matern32, 0.5, Amm, 316.1, 51.1),
+        (Matern32, 0.2, Amm, 1741.2, 351.2),
+        (Rbf, 0.5, Ay, 136.9, 12.7),
+        (Rbf, 0.2, Ay, 1518.4, 38.9),
+        (Matern52, 0.5, Ay, 331.7, 45.2),
+        (Matern52, 0.2, Ay, 2382.4, 135.4),
+        (Matern32, 0.5, Ay, 546.0, 70.0),
+        (Matern32, 0.2, Ay, 2421.3, 568.5),
+        (Rbf, 0.5, Igp, 314.1, 110.5),
+        (Rbf, 0.2, Igp, 1433.0, 122.8),
+        (Matern52, 0.5, Igp, 553.3, 67.5),
+        (Matern52, 0.2, Igp, 1853.1, 105.7),
+        (Matern32, 0.5, Igp, 655.6, 67.4),
+        (Matern32, 0.2, Igp, 1707.5, 375.5),
+        (Rbf, 0.5, Random, 4282.4, 1015.4),
+        (Rbf, 0.2, Random, 3872.4, 783.7),
+        (Matern52, 0.5, Random, 4264.7, 778.0),
+        (Matern52, 0.2, Random, 3677.5, 559.2),
+        (Matern32, 0.5, Random, 4175.1, 681.0),
+        (Matern32, 0.2, Random, 3442.0, 1080.4),
+    ]
+};
+
+/// The paper's (mean, std) for a cell, when the run has the paper's d and T.
+fn paper_cell(kernel: KernelChoice, lengthscale: f64, method: Method) -> Option<(f64, f64)> {
+    PAPER_TABLE1
+        .iter()
+        .find(|(k, l, m, _, _)| *k == kernel && *l == lengthscale && *m == method)
+        .map(|&(_, _, _, mean, std)| (mean, std))
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Setting {
+    kernel: KernelChoice,
+    lengthscale: f64,
+}
+
+impl Setting {
+    fn title(&self) -> String {
+        format!("{} ℓ={}", self.kernel.title(), self.lengthscale)
+    }
+
+    /// The problem seed of repetition `rep`.
+    fn seed(&self, base: u64, rep: usize) -> u64 {
+        let kernel = self.kernel as u64;
+        derive_seed(base, &[kernel, self.lengthscale.to_bits(), rep as u64])
+    }
+}
+
+/// One run's outcome.
+struct Run {
+    cumulative: Vec<f64>,
+    wall_time_s: f64,
+}
+
+/// One run of `method` on repetition `rep` of `setting`.
+fn run_one(setting: Setting, method: Method, rep: usize, args: &Table1Args) -> Result<Run, Error> {
+    let seed = setting.seed(args.seed, rep);
+    let l = setting.lengthscale;
+    let start = Instant::now();
+    let cumulative = match setting.kernel {
+        KernelChoice::Rbf => play(Rbf::new(l)?, method, seed, args)?,
+        KernelChoice::Matern52 => play(Matern::new(2.5, l)?, method, seed, args)?,
+        KernelChoice::Matern32 => play(Matern::new(1.5, l)?, method, seed, args)?,
+    };
+    Ok(Run {
+        cumulative,
+        wall_time_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// Label of the random agent's stream, derived from the problem seed.
+const RANDOM_AGENT_LABEL: u64 = 0x7261_6e64_6f6d; // "random"
+
+/// Plays `method` on the problem with `seed`, with the paper's parameters (σ = 0.1, B = 10,
+/// δ = 0.01, c from [`paper_scale`], λ = σ²/c, η = 2/T); returns the cumulative regret.
+fn play<K: Kernel + Clone + 'static>(
+    kernel: K,
+    method: Method,
+    seed: u64,
+    args: &Table1Args,
+) -> Result<Vec<f64>, Error> {
+    let config = SyntheticConfig {
+        dim: args.dims,
+        ..SyntheticConfig::default()
+    };
+    let problem = SyntheticProblem::new(kernel.clone(), config, seed)?;
+    let params = BoundParams::paper_defaults(&kernel, args.dims, args.horizon);
+    let mut agent: Box<dyn BanditAgent> = match method {
+        Method::Dmm => Box::new(UcbAgent::new(Dmm::new(kernel, params)?)),
+        Method::Amm => Box::new(UcbAgent::new(Amm::new(kernel, params)?)),
+        Method::Ay => Box::new(UcbAgent::new(Ay::new(kernel, params)?)),
+        Method::Igp => Box::new(UcbAgent::new(Igp::new(kernel, params)?)),
+        Method::Random => Box::new(RandomAgent::new(derive_seed(seed, &[RANDOM_AGENT_LABEL]))),
+    };
+    Ok(problem.run(agent.as_mut(), args.horizon)?.cumulative())
+}
+
+/// One cell of the table: every repetition of one method in one setting.
+#[derive(Debug, Serialize)]
+struct CellJson {
+    kernel: &'static str,
+    lengthscale: f64,
+    method: &'static str,
+    final_regret: Vec<f64>,
+    curve_mean: Vec<f64>,
+    curve_std: Vec<f64>,
+    /// Problem seed of each repetition.
+    seeds: Vec<u64>,
+    wall_time_s: Vec<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paper_mean: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    paper_std: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+struct Table1Json {
+    horizon: usize,
+    dims: usize,
+    reps: usize,
+    seed: u64,
+    arms_per_round: usize,
+    results: Vec<CellJson>,
+}
+
+/// Sample mean and standard deviation (n − 1 in the denominator; 0 for one value).
+fn mean_std(values: impl ExactSizeIterator<Item = f64> + Clone) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.clone().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, 0.0);
+    }
+    let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
+    (mean, (ss / (n - 1.0)).sqrt())
+}
+
+/// The first value that appears twice.
+fn first_repeat<T: PartialEq + Copy>(values: &[T]) -> Option<T> {
+    values
+        .iter()
+        .enumerate()
+        .find(|(i, v)| values[..*i].contains(v))
+        .map(|(_, v)| *v)
+}
+
+fn check_args(args: &Table1Args) -> Result<(), String> {
+    let fail = |what: &str| Err(format!("invalid arguments: {what}"));
+    if args.dims == 0 {
+        return fail("--dims must be at least 1");
+    }
+    if args.reps == 0 || args.horizon == 0 {
+        return fail("--reps and --horizon must be at least 1");
+    }
+    if args.kernels.is_empty() || args.lengthscales.is_empty() || args.methods.is_empty() {
+        return fail("--kernels, --lengthscales and --methods need at least one value each");
+    }
+    if let Some(l) = args
+        .lengthscales
+        .iter()
+        .find(|l| !(l.is_finite() && **l > 0.0))
+    {
+        return fail(&format!("length-scale {l} is not finite and positive"));
+    }
+    if let Some(m) = first_repeat(&args.methods) {
+        return fail(&format!("--methods lists {} twice", m.tag()));
+    }
+    if let Some(k) = first_repeat(&args.kernels) {
+        return fail(&format!("--kernels lists {} twice", k.tag()));
+    }
+    if let Some(l) = first_repeat(&args.lengthscales) {
+        return fail(&format!("--lengthscales lists {l} twice"));
+    }
+    if args.threads == Some(0) {
+        return fail("--threads must be at least 1");
+    }
+    Ok(())
+}
+
+/// Runs the experiment and writes its outputs.
+pub fn run(args: &Table1Args) -> Result<(), String> {
+    check_args(args)?;
+    // Before the runs, so that an unwritable directory costs nothing.
+    create_dir(&args.out)?;
+    let settings: Vec<Setting> = args
+        .kernels
+        .iter()
+        .flat_map(|&kernel| {
+            args.lengthscales.iter().map(move |&lengthscale| Setting {
+                kernel,
+                lengthscale,
+            })
+        })
+        .collect();
+    // The costliest method first, so that no long run starts last.
+    let jobs: Vec<(usize, Method, usize)> = args
+        .methods
+        .iter()
+        .flat_map(|&m| {
+            (0..settings.len()).flat_map(move |s| (0..args.reps).map(move |r| (s, m, r)))
+        })
+        .collect();
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = args.threads {
+        pool = pool.num_threads(n);
+    }
+    let pool = pool
+        .build()
+        .map_err(|e| format!("cannot start worker threads: {e}"))?;
+    let threads = pool.current_num_threads();
+    let bar = progress_bar(jobs.len() as u64, "table1");
+    let start = Instant::now();
+    let runs: Vec<Run> = pool.install(|| {
+        jobs.par_iter()
+            .map(|&(s, method, rep)| {
+                let run = run_one(settings[s], method, rep, args).map_err(|e| {
+                    format!(
+                        "{} with {} (repetition {rep}): {e}",
+                        settings[s].title(),
+                        method.tag()
+                    )
+                });
+                bar.inc(1);
+                run
+            })
+            .collect::<Result<_, String>>()
+    })?;
+    bar.finish_and_clear();
+    let elapsed = start.elapsed().as_secs_f64();
+
+    // Gather the cells in table order: settings, then methods in the order given.
+    let mut cells = Vec::new();
+    for (s, setting) in settings.iter().enumerate() {
+        for &method in &args.methods {
+            let reps: Vec<&Run> = jobs
+                .iter()
+                .zip(&runs)
+                .filter(|((js, jm, _), _)| *js == s && *jm == method)
+                .map(|(_, run)| run)
+                .collect();
+            let curve: Vec<(f64, f64)> = (0..args.horizon)
+                .map(|t| mean_std(reps.iter().map(|r| r.cumulative[t])))
+                .collect();
+            let paper = (args.dims == 3 && args.horizon == 1000)
+                .then(|| paper_cell(setting.kernel, setting.lengthscale, method))
+                .flatten();
+            cells.push(CellJson {
+                kernel: setting.kernel.tag(),
+                lengthscale: setting.lengthscale,
+                method: method.tag(),
+                final_regret: reps
+                    .iter()
+                    .map(|r| r.cumulative[args.horizon - 1])
+                    .collect(),
+                curve_mean: curve.iter().map(|c| c.0).collect(),
+                curve_std: curve.iter().map(|c| c.1).collect(),
+                seeds: (0..args.reps).map(|r| setting.seed(args.seed, r)).collect(),
+                wall_time_s: reps.iter().map(|r| r.wall_time_s).collect(),
+                paper_mean: paper.map(|p| p.0),
+                paper_std: paper.map(|p| p.1),
+            });
+        }
+    }
+
+    print!("{}", markdown(args, &settings, &cells));
+    let json = Table1Json {
+        horizon: args.horizon,
+        dims: args.dims,
+        reps: args.reps,
+        seed: args.seed,
+        arms_per_round: SyntheticConfig::default().arms,
+        results: cells,
+    };
+    let json_path = args.out.join("table1.json");
+    let text = serde_json::to_string(&json).map_err(|e| format!("cannot encode JSON: {e}"))?;
+    write_file(&json_path, &text)?;
+    write_csv(&args.out.join("table1.csv"), &json)?;
+    let mut plots = Vec::new();
+    for (setting, cells) in settings.iter().zip(json.results.chunks(args.methods.len())) {
+        let curves: Vec<Curve<'_>> = args
+            .methods
+            .iter()
+            .zip(cells)
+            .map(|(m, c)| Curve {
+                label: m.title(),
+                mean: &c.curve_mean,
+                std: &c.curve_std,
+            })
+            .collect();
+        let stem = args.out.join(format!(
+            "regret_{}_{}",
+            setting.kernel.tag(),
+            setting.lengthscale
+        ));
+        let title = format!(
+            "{}, d = {}: cumulative regret, mean ± 1 std over {} repetitions",
+            setting.title(),
+            args.dims,
+            args.reps
+        );
+        regret_plot(&stem, &title, &curves)?;
+        plots.push(stem);
+    }
+    eprintln!(
+        "table1: {} runs in {elapsed:.1} s on {threads} threads; wrote {}, {} and {} plots (.png, .svg) in {}",
+        jobs.len(),
+        json_path.display(),
+        args.out.join("table1.csv").display(),
+        plots.len(),
+        args.out.display()
+    );
+    Ok(())
+}
+
+/// The regret table (methods × settings), and the paper's beside it when d and T match.
+fn markdown(args: &Table1Args, settings: &[Setting], cells: &[CellJson]) -> String {
+    let cell = |s: usize, m: usize| &cells[s * args.methods.len() + m];
+    let header = |out: &mut String| {
+        out.push_str("| method |");
+        for s in settings {
+            out.push_str(&format!(" {} |", s.title()));
+        }
+        out.push_str("\n|---|");
+        out.push_str(&"---:|".repeat(settings.len()));
+        out.push('\n');
+    };
+    let mut out = format!(
+        "Cumulative regret after T = {} rounds, d = {}: mean ± std over {} repetitions (seed {})\n\n",
+        args.horizon, args.dims, args.reps, args.seed
+    );
+    header(&mut out);
+    for (m, method) in args.methods.iter().enumerate() {
+        out.push_str(&format!("| {} |", method.title()));
+        for s in 0..settings.len() {
+            let c = cell(s, m);
+            let (mean, std) = mean_std(c.final_regret.iter().copied());
+            out.push_str(&format!(" {mean:.1} ± {std:.1} |"));
+        }
+        out.push('\n');
+    }
+    if cells.iter().any(|c| c.paper_mean.is_some()) {
+        out.push_str("\nPaper 001, Table 1 (same settings, its own random draws):\n\n");
+        header(&mut out);
+        for (m, method) in args.methods.iter().enumerate() {
+            out.push_str(&format!("| {} |", method.title()));
+            for s in 0..settings.len() {
+                match (cell(s, m).paper_mean, cell(s, m).paper_std) {
+                    (Some(mean), Some(std)) => out.push_str(&format!(" {mean:.1} ± {std:.1} |")),
+                    _ => out.push_str(" – |"),
+                }
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `table1.csv`, long format: one row per (kernel, length-scale, method, repetition).
+fn write_csv(path: &Path, json: &Table1Json) -> Result<(), String> {
+    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
+    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
+    writer
+        .write_record([
+            "kernel",
+            "lengthscale",
+            "method",
+            "rep",
+            "seed",
+            "final_regret",
+            "wall_time_s",
+        ])
+        .map_err(fail)?;
+    for cell in &json.results {
+        for (rep, ((regret, seed), time)) in cell
+            .final_regret
+            .iter()
+            .zip(&cell.seeds)
+            .zip(&cell.wall_time_s)
+            .enumerate()
+        {
+            writer
+                .write_record([
+                    cell.kernel.to_owned(),
+                    cell.lengthscale.to_string(),
+                    cell.method.to_owned(),
+                    rep.to_string(),
+                    seed.to_string(),
+                    regret.to_string(),
+                    format!("{time:.4}"),
+                ])
+                .map_err(fail)?;
+        }
+    }
+    writer
+        .flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

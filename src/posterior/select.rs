@@ -1,0 +1,290 @@
+//! The exact argmax of an upper confidence bound over a batch of points, with pruning
+//! (behind [`super::ExactPosterior::argmax_upper`]).
+//!
+//! U(x) = min_r (μ_r(x) + w_r ρ_r(x)) with ρ_r²(x) = k(x, x) − ‖L_r⁻¹k_t(x)‖². The means cost
+//! O(t) per point; the forward substitutions, O(t²) per point, are what pruning saves. They run
+//! in row chunks over a set of points at once, and after each chunk the partial ‖·‖², which only
+//! grows, bounds ρ_r and hence U from above. A point whose upper bound falls below a floor
+//! (a value that the maximum of U is known to reach) cannot win and is dropped.
+//!
+//! Two floors: max_x min_r μ_r(x), free, since w_r ρ_r ≥ 0; and, once the first 128 rows are
+//! solved for every point, the exact U of the few points with the largest upper bounds, which
+//! are solved to the end first. The second matters when exploration bonuses dominate the
+//! spread of the means (rough kernels, short length-scales), where the first prunes nothing.
+//!
+//! Floating point: the partial sums are accumulated row by row in the same order as the final
+//! ones, so the upper bounds are ≥ the final values bit for bit, and a dropped point's U is
+//! strictly below a value that some point attains. The selected index is therefore the exact
+//! argmax of U as computed here (the lowest index among ties).
+
+use super::CholeskyFactor;
+use super::cholesky::BLOCK_ROWS;
+use super::exact::clamp_variance;
+use crate::error::{Error, Result};
+
+/// Points solved to the end early, to give the second floor.
+const PROBES: usize = 4;
+/// Rows solved for every point before the probes are chosen.
+const PROBE_AFTER: usize = BLOCK_ROWS;
+
+/// A query batch: everything that does not depend on which points are still in play.
+pub(crate) struct Batch<'a> {
+    /// One factor per regulariser, all with t rows.
+    pub factors: &'a [CholeskyFactor],
+    /// k(xᵢ, q_j), row-major t × m.
+    pub cross: &'a [f64],
+    /// Number of points m.
+    pub len: usize,
+    /// k(q_j, q_j).
+    pub prior_variance: &'a [f64],
+    /// μ_r(q_j), regulariser-major: `means[r * m + j]`.
+    pub means: &'a [f64],
+    /// w_r ≥ 0.
+    pub widths: &'a [f64],
+}
+
+impl Batch<'_> {
+    fn rows(&self) -> usize {
+        self.factors[0].len()
+    }
+
+    /// U of point j given ‖solved rows‖² per regulariser (`explained(r)`); an upper bound
+    /// while rows remain, the value itself (up to the clamping of rounding) once all are solved.
+    fn upper(&self, j: usize, explained: impl Fn(usize) -> f64) -> f64 {
+        let m = self.len;
+        (0..self.factors.len())
+            .map(|r| {
+                let variance = (self.prior_variance[j] - explained(r)).max(0.0);
+                self.means[r * m + j] + self.widths[r] * variance.sqrt()
+            })
+            .fold(f64::INFINITY, f64::min)
+    }
+}
+
+/// End of the row chunk starting at `start`: quarter blocks over the first storage block,
+/// where most points drop out, then whole blocks (a chunk never straddles two).
+fn chunk_end(start: usize, t: usize) -> usize {
+    let step = if start < BLOCK_ROWS {
+        BLOCK_ROWS / 4
+    } else {
+        BLOCK_ROWS
+    };
+    (start + step).min(t)
+}
+
+/// Points solved in lockstep: for each regulariser, the solved rows of their columns.
+struct Columns {
+    /// Their indices in the batch, ascending.
+    points: Vec<usize>,
+    /// Per regulariser, row-major `rows × points.len()`.
+    solved: Vec<Vec<f64>>,
+    /// ‖solved rows‖², regulariser-major: `explained[r * points.len() + c]`.
+    explained: Vec<f64>,
+    /// Rows solved so far.
+    rows: usize,
+}
+
+impl Columns {
+    /// Every point of the batch, solving into `storage` (one buffer per regulariser, whose
+    /// allocations are reused).
+    fn all(batch: &Batch<'_>, storage: Vec<Vec<f64>>) -> Self {
+        let n_reg = batch.factors.len();
+        debug_assert_eq!(storage.len(), n_reg);
+        Self {
+            points: (0..batch.len).collect(),
+            solved: storage,
+            explained: vec![0.0; n_reg * batch.len],
+            rows: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    fn upper(&self, batch: &Batch<'_>, c: usize) -> f64 {
+        let n = self.len();
+        batch.upper(self.points[c], |r| self.explained[r * n + c])
+    }
+
+    /// Solves the next chunk of rows for every point.
+    fn advance(&mut self, batch: &Batch<'_>) {
+        let (start, n, m) = (self.rows, self.len(), batch.len);
+        let end = chunk_end(start, batch.rows());
+        for (r, factor) in batch.factors.iter().enumerate() {
+            let solved = &mut self.solved[r];
+            solved.resize(end * n, 0.0);
+            for i in start..end {
+                let source = &batch.cross[i * m..(i + 1) * m];
+                for (v, &j) in solved[i * n..(i + 1) * n].iter_mut().zip(&self.points) {
+                    *v = source[j];
+                }
+            }
+            factor.solve_rows(start, end, solved, n);
+            let explained = &mut self.explained[r * n..(r + 1) * n];
+            for row in solved[start * n..].chunks_exact(n) {
+                for (ex, &v) in explained.iter_mut().zip(row) {
+                    *ex += v * v;
+                }
+            }
+        }
+        self.rows = end;
+    }
+
+    /// Keeps the columns at the ascending positions `kept`, in place.
+    fn retain(&mut self, kept: &[usize]) {
+        let n = self.len();
+        if kept.len() == n {
+            return;
+        }
+        for solved in &mut self.solved {
+            compact_columns(&mut solved[..self.rows * n], n, kept);
+        }
+        compact_columns(&mut self.explained, n, kept);
+        self.explained.truncate(self.solved.len() * kept.len());
+        self.points = kept.iter().map(|&c| self.points[c]).collect();
+    }
+
+    /// Moves the columns at the ascending positions `taken` into a new set.
+    fn take(&mut self, taken: &[usize]) -> Self {
+        let n = self.len();
+        let gather = |matrix: &[f64]| -> Vec<f64> {
+            matrix
+                .chunks_exact(n)
+                .flat_map(|row| taken.iter().map(move |&c| row[c]))
+                .collect()
+        };
+        let out = Self {
+            points: taken.iter().map(|&c| self.points[c]).collect(),
+            solved: self
+                .solved
+                .iter()
+                .map(|s| gather(&s[..self.rows * n]))
+                .collect(),
+            explained: gather(&self.explained),
+            rows: self.rows,
+        };
+        let kept: Vec<usize> = (0..n).filter(|c| !taken.contains(c)).collect();
+        self.retain(&kept);
+        out
+    }
+
+    /// U of every point, once all rows are solved.
+    ///
+    /// # Errors
+    /// [`Error::NotPositiveDefinite`] for a clearly negative posterior variance.
+    fn values(&self, batch: &Batch<'_>) -> Result<Vec<f64>> {
+        let n = self.len();
+        let m = batch.len;
+        let mut values = vec![f64::INFINITY; n];
+        for (r, &width) in batch.widths.iter().enumerate() {
+            let a = batch.factors[r].regulariser();
+            for (c, value) in values.iter_mut().enumerate() {
+                let j = self.points[c];
+                let prior = batch.prior_variance[j];
+                let ex = self.explained[r * n + c];
+                let variance = clamp_variance(prior - ex, prior.abs() + a, j)?;
+                *value = value.min(batch.means[r * m + j] + width * variance.sqrt());
+            }
+        }
+        Ok(values)
+    }
+}
+
+/// Keeps, in every row of the row-major `matrix` (rows of `width` entries), the entries at
+/// the ascending column indices `kept`, packed to the front: the result is row-major with
+/// `kept.len()` columns. In place; moves never overwrite an entry still to be read.
+fn compact_columns(matrix: &mut [f64], width: usize, kept: &[usize]) {
+    let rows = matrix.len() / width;
+    for i in 0..rows {
+        for (c, &k) in kept.iter().enumerate() {
+            matrix[i * kept.len() + c] = matrix[i * width + k];
+        }
+    }
+}
+
+/// The index of the point with the largest U (lowest index among ties). `storage` holds one
+/// buffer per regulariser, used as scratch (its allocations are reused from call to call);
+/// on success each holds the chosen point's solved column L_r⁻¹k_t(x).
+///
+/// # Errors
+/// [`Error::NonFinite`] for a NaN U; [`Error::NotPositiveDefinite`] for a clearly negative
+/// posterior variance at a point that is solved to the end.
+pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<usize> {
+    let (t, m, n_reg) = (batch.rows(), batch.len, batch.factors.len());
+    let mut floor = (0..m)
+        .map(|j| {
+            (0..n_reg)
+                .map(|r| batch.means[r * m + j])
+                .fold(f64::INFINITY, f64::min)
+        })
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut rest = Columns::all(batch, std::mem::take(storage));
+    let mut finished = Vec::new();
+    loop {
+        // NaN (from a NaN mean) is kept, for the final check to report.
+        let kept: Vec<usize> = (0..rest.len())
+            .filter(|&c| rest.upper(batch, c).partial_cmp(&floor) != Some(std::cmp::Ordering::Less))
+            .collect();
+        rest.retain(&kept);
+        if rest.rows == t || rest.len() == 0 {
+            break;
+        }
+        if finished.is_empty() && rest.rows >= PROBE_AFTER && rest.len() > PROBES {
+            let uppers: Vec<f64> = (0..rest.len()).map(|c| rest.upper(batch, c)).collect();
+            let mut order: Vec<usize> = (0..rest.len()).collect();
+            order.sort_by(|&a, &b| uppers[b].total_cmp(&uppers[a]));
+            let mut top = order[..PROBES].to_vec();
+            top.sort_unstable();
+            let mut probes = rest.take(&top);
+            while probes.rows < t {
+                probes.advance(batch);
+            }
+            let values = probes.values(batch)?;
+            floor = values.iter().copied().fold(floor, f64::max);
+            finished.push((probes, values));
+            continue;
+        }
+        rest.advance(batch);
+    }
+    let values = rest.values(batch)?;
+    finished.push((rest, values));
+
+    let mut best: Option<(f64, usize, usize, usize)> = None;
+    for (s, (set, values)) in finished.iter().enumerate() {
+        for (c, &v) in values.iter().enumerate() {
+            let j = set.points[c];
+            if v.is_nan() {
+                return Err(Error::NonFinite {
+                    what: format!("upper confidence bound of arm {j}"),
+                });
+            }
+            let better = match best {
+                None => true,
+                Some((bv, bj, _, _)) => v > bv || (v == bv && j < bj),
+            };
+            if better {
+                best = Some((v, j, s, c));
+            }
+        }
+    }
+    let (_, j, s, c) = best.ok_or(Error::NoArms)?;
+    let columns: Vec<Vec<f64>> = {
+        let set = &finished[s].0;
+        let n = set.len();
+        set.solved
+            .iter()
+            .map(|solved| (0..t).map(|i| solved[i * n + c]).collect())
+            .collect()
+    };
+    let rest = finished
+        .pop()
+        .expect("the remaining points are always last")
+        .0;
+    *storage = rest.solved;
+    for (buffer, column) in storage.iter_mut().zip(columns) {
+        buffer.clear();
+        buffer.extend_from_slice(&column);
+    }
+    Ok(j)
+}

@@ -1,0 +1,234 @@
+//! `kbandit reproduce` run as a process, on small configurations: the shape of every output
+//! file, determinism across thread counts, a cell recomputed here through the library from the
+//! seed the JSON reports, and the error paths (one line on stderr, exit status 2).
+#![cfg(feature = "cli")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kernel_bandits::prelude::*;
+use serde_json::Value;
+
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kbandit-repro-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn kbandit(args: &[&str], out: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kbandit"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("the kbandit binary runs")
+}
+
+fn assert_fails_cleanly(output: &Output, needle: &str) {
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
+    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
+}
+
+const SMALL: [&str; 12] = [
+    "reproduce",
+    "table1",
+    "--kernels",
+    "rbf,matern32",
+    "--lengthscales",
+    "0.5",
+    "--methods",
+    "dmm,ay,random",
+    "--reps",
+    "2",
+    "--horizon",
+    "40",
+];
+
+fn read_json(dir: &Path) -> Value {
+    let text = std::fs::read_to_string(dir.join("table1.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn table1_outputs_have_the_documented_shape_and_match_the_library() {
+    let dir = scratch_dir("shape");
+    let output = kbandit(&[&SMALL[..], &["--threads", "2"]].concat(), &dir);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("| method | RBF ℓ=0.5 | Matérn 3/2 ℓ=0.5 |"),
+        "{stdout}"
+    );
+    for method in ["Kernel DMM-UCB", "AY-GP-UCB", "Random"] {
+        assert!(stdout.contains(&format!("| {method} |")), "{stdout}");
+    }
+    // d = 3 but T = 40: the paper's table is not printed beside it.
+    assert!(!stdout.contains("Paper 001"));
+
+    let json = read_json(&dir);
+    assert_eq!(json["horizon"], 40);
+    assert_eq!(json["dims"], 3);
+    assert_eq!(json["reps"], 2);
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2 * 3);
+    for cell in results {
+        assert!(["rbf", "matern32"].contains(&cell["kernel"].as_str().unwrap()));
+        assert_eq!(cell["lengthscale"], 0.5);
+        assert!(["dmm", "ay", "random"].contains(&cell["method"].as_str().unwrap()));
+        let finals = cell["final_regret"].as_array().unwrap();
+        let mean = cell["curve_mean"].as_array().unwrap();
+        let std = cell["curve_std"].as_array().unwrap();
+        assert_eq!(finals.len(), 2);
+        assert_eq!((mean.len(), std.len()), (40, 40));
+        let last_mean = (finals[0].as_f64().unwrap() + finals[1].as_f64().unwrap()) / 2.0;
+        assert!((mean[39].as_f64().unwrap() - last_mean).abs() <= 1e-9 * (1.0 + last_mean));
+    }
+
+    // Recompute one cell through the library from the reported seed: the UCB agent with
+    // DMM-UCB and the paper's parameters (c = T^{-d/(2d+2ν)} for Matérn 3/2).
+    let cell = results
+        .iter()
+        .find(|c| c["kernel"] == "matern32" && c["method"] == "dmm")
+        .unwrap();
+    for rep in 0..2 {
+        let seed = cell["seeds"][rep].as_u64().unwrap();
+        let kernel = Matern::new(1.5, 0.5).unwrap();
+        let problem = SyntheticProblem::new(kernel, SyntheticConfig::default(), seed).unwrap();
+        let params = BoundParams::paper_defaults(&kernel, 3, 40);
+        let mut agent = UcbAgent::new(Dmm::new(kernel, params).unwrap());
+        let total = problem.run(&mut agent, 40).unwrap().total();
+        assert_eq!(cell["final_regret"][rep].as_f64().unwrap(), total);
+    }
+
+    let csv = std::fs::read_to_string(dir.join("table1.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("kernel,lengthscale,method,rep,seed,final_regret,wall_time_s")
+    );
+    assert_eq!(lines.count(), 2 * 3 * 2);
+    for stem in ["regret_rbf_0.5", "regret_matern32_0.5"] {
+        let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{stem}.png is not a PNG"
+        );
+        let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("Kernel DMM-UCB"),
+            "{stem}.svg"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn table1_is_the_same_on_one_thread_and_for_a_subset() {
+    let (one, two) = (scratch_dir("one"), scratch_dir("two"));
+    let a = kbandit(&[&SMALL[..], &["--threads", "1"]].concat(), &one);
+    assert!(a.status.success(), "{a:?}");
+    // Only the Matérn setting and two methods, on two threads: its cells must be unchanged.
+    let subset = [
+        "reproduce",
+        "table1",
+        "--kernels",
+        "matern32",
+        "--methods",
+        "random,dmm",
+        "--lengthscales",
+        "0.5",
+        "--reps",
+        "2",
+        "--horizon",
+        "40",
+        "--threads",
+        "2",
+    ];
+    let b = kbandit(&subset, &two);
+    assert!(b.status.success(), "{b:?}");
+    let (ja, jb) = (read_json(&one), read_json(&two));
+    for cell in jb["results"].as_array().unwrap() {
+        let same = ja["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["kernel"] == cell["kernel"] && c["method"] == cell["method"])
+            .unwrap();
+        assert_eq!(same["final_regret"], cell["final_regret"]);
+        assert_eq!(same["curve_mean"], cell["curve_mean"]);
+    }
+    let _ = std::fs::remove_dir_all(&one);
+    let _ = std::fs::remove_dir_all(&two);
+}
+
+#[test]
+fn table1_rejects_bad_arguments() {
+    let dir = scratch_dir("bad");
+    let base = ["reproduce", "table1", "--horizon", "5"];
+    let cases: [(&[&str], &str); 4] = [
+        (&["--lengthscales", "-0.5"], "length-scale -0.5"),
+        (&["--reps", "0"], "--reps"),
+        (&["--dims", "0"], "--dims"),
+        (&["--methods", "dmm,dmm"], "dmm"),
+    ];
+    for (extra, needle) in cases {
+        let output = kbandit(&[&base[..], extra].concat(), &dir);
+        assert_fails_cleanly(&output, needle);
+    }
+    // An output directory that cannot be created (a file is in the way).
+    let file = std::env::temp_dir().join(format!("kbandit-repro-{}-file", std::process::id()));
+    std::fs::write(&file, "not a directory").unwrap();
+    let output = kbandit(&[&base[..], &["--methods", "random"]].concat(), &file);
+    assert_fails_cleanly(&output, "output directory");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[test]
+fn bands_writes_curves_that_nest_as_the_theory_says() {
+    let dir = scratch_dir("bands");
+    let output = kbandit(
+        &["reproduce", "bands", "--grid", "51", "--observations", "12"],
+        &dir,
+    );
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("| DMM-UCB |") && stdout.contains("| IGP-UCB |"),
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(dir.join("bands.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("x,f,dmm_lcb,dmm_ucb,amm_lcb,amm_ucb,ay_lcb,ay_ucb,igp_lcb,igp_ucb")
+    );
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    assert_eq!(rows.len(), 51);
+    for row in &rows {
+        for k in 0..4 {
+            assert!(row[2 + 2 * k] <= row[3 + 2 * k], "LCB above UCB: {row:?}");
+        }
+        // DMM's grid contains AMM's regulariser: its band lies inside AMM's.
+        assert!(
+            row[2] >= row[4] && row[3] <= row[5],
+            "DMM outside AMM: {row:?}"
+        );
+    }
+    let observations = std::fs::read_to_string(dir.join("bands_observations.csv")).unwrap();
+    assert_eq!(observations.lines().count(), 1 + 12);
+    let png = std::fs::read(dir.join("bands.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert!(
+        std::fs::read_to_string(dir.join("bands.svg"))
+            .unwrap()
+            .contains("<svg")
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let output = kbandit(&["reproduce", "bands", "--lengthscale", "0"], &dir);
+    assert_fails_cleanly(&output, "invalid arguments");
+}
