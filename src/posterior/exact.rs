@@ -394,10 +394,11 @@ impl<K: Kernel> ExactPosterior<K> {
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
     /// solved first. The result is exact, not a heuristic: see the `select` module for why
-    /// this holds in floating point too. On paper 001's problem (d = 3, 100 fresh arms per
-    /// round, T = 1000) a round costs a third to a tenth of [`ExactPosterior::evaluate`].
-    /// The chosen point's solved columns are kept, so that an update there costs O(t) per
-    /// regulariser.
+    /// this holds in floating point too. Measured (criterion, t = 1000, 100 fresh arms,
+    /// d = 3): select + update 1.05 ms against 2.56 ms for evaluating every arm with one
+    /// regulariser, 6.1 against 12.5 ms with DMM's five. Up to 128 observations it simply
+    /// evaluates every point, which is faster there. The chosen point's solved columns are
+    /// kept, so that an update there costs O(t) per regulariser.
     ///
     /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
     /// value [`ExactPosterior::evaluate`] implies in the last bits.
@@ -428,6 +429,18 @@ impl<K: Kernel> ExactPosterior<K> {
         }
         self.check_dim(points.dim())?;
         let t = self.len();
+        if t <= SMALL_POSTERIOR {
+            // One storage block: the pruning has nothing to skip, so solve for every point.
+            let batch = self.evaluate(points)?;
+            let values: Vec<f64> = (0..m)
+                .map(|j| {
+                    (0..n_reg)
+                        .map(|r| batch.mean(r)[j] + widths[r] * batch.variance(r)[j].sqrt())
+                        .fold(f64::INFINITY, f64::min)
+                })
+                .collect();
+            return crate::bound::argmax_lowest(&values);
+        }
         let mut own = QueryWorkspace::default();
         let mut shared = self.workspace.try_lock();
         let workspace = match shared.as_deref_mut() {
@@ -553,6 +566,10 @@ impl<K: Kernel> ExactPosterior<K> {
         })
     }
 }
+
+/// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point (the
+/// pruning measured slower there: 0.28 against 0.22 ms for DMM at t = 100, 100 arms).
+const SMALL_POSTERIOR: usize = super::cholesky::BLOCK_ROWS;
 
 /// Relative size, against k(x, x) + a, below which a negative posterior variance is taken for
 /// rounding and clamped to 0. The forward-substitution error grows like t·ε·√cond(K + aI); this

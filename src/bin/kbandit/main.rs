@@ -4,6 +4,7 @@
 //! ```text
 //! kbandit bounds --data obs.csv --query points.csv --kernel matern52 --lengthscale 0.5 \
 //!     --bound dmm --sigma 0.1 --norm-bound 10 --delta 0.01 --scale 1.0
+//! kbandit demo
 //! kbandit reproduce table1 [--reps 10] [--out results]
 //! kbandit reproduce bands [--out results]
 //! ```
@@ -32,6 +33,9 @@ struct Cli {
 enum Command {
     /// Mean, LCB and UCB at query points, given observations (CSV in, CSV out).
     Bounds(bounds::BoundsArgs),
+    /// A quick tour on built-in defaults: one column of paper 001's Table 1 (3 repetitions)
+    /// and its Figure 1 bands, with plots in results/demo.
+    Demo(reproduce::DemoArgs),
     /// Reproduce a paper experiment: tables on stdout, JSON, CSV and plots in --out.
     Reproduce {
         #[command(subcommand)]
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bounds(args) => bounds::run(&args),
+        Command::Demo(args) => reproduce::demo(&args),
         Command::Reproduce { experiment } => reproduce::run(&experiment),
     };
     match result {

@@ -3,10 +3,11 @@
 mod bands;
 mod table1;
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use clap::Subcommand;
+use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// The experiments `kbandit reproduce` runs.
@@ -24,6 +25,45 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Table1(args) => table1::run(args),
         Experiment::Bands(args) => bands::run(args),
     }
+}
+
+/// Arguments of `kbandit demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Output directory for the tables' JSON/CSV files and the plots.
+    #[arg(long, default_value = "results/demo")]
+    out: std::path::PathBuf,
+}
+
+/// Parses `args` as the arguments of one experiment (the defaults of its subcommand apply).
+fn parse_experiment<A: Args>(args: &[OsString]) -> A {
+    #[derive(Parser)]
+    struct Wrapper<A: Args> {
+        #[command(flatten)]
+        args: A,
+    }
+    let argv = std::iter::once(OsString::from("kbandit")).chain(args.iter().cloned());
+    Wrapper::<A>::parse_from(argv).args
+}
+
+/// `kbandit demo`: paper 001 Table 1's first column (RBF, ℓ = 0.5, d = 3, T = 1000) with
+/// three repetitions, then the confidence bands of Figure 1; a few seconds of computing.
+pub fn demo(args: &DemoArgs) -> Result<(), String> {
+    let out = args.out.clone().into_os_string();
+    let table1: table1::Table1Args = parse_experiment(&[
+        "--kernels".into(),
+        "rbf".into(),
+        "--lengthscales".into(),
+        "0.5".into(),
+        "--reps".into(),
+        "3".into(),
+        "--out".into(),
+        out.clone(),
+    ]);
+    table1::run(&table1)?;
+    println!();
+    let bands: bands::BandsArgs = parse_experiment(&["--out".into(), out]);
+    bands::run(&bands)
 }
 
 /// A progress bar on stderr for `len` steps, hidden when stderr is not a terminal (a pipe, a

@@ -428,12 +428,15 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         plots.push(stem);
     }
     eprintln!(
-        "table1: {} runs in {elapsed:.1} s on {threads} threads; wrote {}, {} and {} plots (.png, .svg) in {}",
+        "table1: {} runs in {elapsed:.1} s on {threads} threads; wrote {}, {} and the plots {}",
         jobs.len(),
         json_path.display(),
         args.out.join("table1.csv").display(),
-        plots.len(),
-        args.out.display()
+        plots
+            .iter()
+            .map(|p| format!("{}.{{png,svg}}", p.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }
