@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use kernel_bandits::prelude::*;
 
-use crate::table;
+use crate::{Assumptions, table};
 
 /// Arguments of `kbandit bounds`.
 #[derive(Debug, Args)]
@@ -27,19 +27,8 @@ pub struct BoundsArgs {
     /// Confidence bound.
     #[arg(long, value_enum)]
     bound: BoundName,
-    /// σ: the noise is conditionally σ-sub-Gaussian.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
-    sigma: f64,
-    /// B: bound on the RKHS norm of the unknown function.
-    #[arg(
-        long = "norm-bound",
-        default_value_t = 10.0,
-        allow_negative_numbers = true
-    )]
-    norm_bound: f64,
-    /// δ ∈ (0, 1]: the bounds hold with probability at least 1 − δ.
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
-    delta: f64,
+    #[command(flatten)]
+    assumptions: Assumptions,
     /// c: covariance scale of the martingale mixture (a0 = σ²/c).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     scale: f64,
@@ -90,10 +79,9 @@ fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
 }
 
 fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn ConfidenceBound>> {
-    let mut params = BoundParams::new()
-        .sigma(args.sigma)
-        .norm_bound(args.norm_bound)
-        .delta(args.delta)
+    let mut params = args
+        .assumptions
+        .apply(BoundParams::new())
         .scale(args.scale)
         .eta(args.eta);
     if let Some(lambda) = args.lambda {

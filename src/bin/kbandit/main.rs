@@ -19,7 +19,8 @@ mod table;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use kernel_bandits::bound::BoundParams;
 
 /// Confidence bounds for kernel bandits and sequential kernel regression.
 #[derive(Debug, Parser)]
@@ -41,6 +42,35 @@ enum Command {
         #[command(subcommand)]
         experiment: reproduce::Experiment,
     },
+}
+
+/// The assumptions every bound rests on (SPEC §2): conditionally σ-sub-Gaussian noise,
+/// ‖f‖_H ≤ B, and the level δ.
+#[derive(Debug, Args)]
+pub struct Assumptions {
+    /// σ: the noise is conditionally σ-sub-Gaussian.
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    pub sigma: f64,
+    /// B: bound on the RKHS norm of the unknown function.
+    #[arg(
+        long = "norm-bound",
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
+    pub norm_bound: f64,
+    /// δ ∈ (0, 1]: the bounds hold with probability at least 1 − δ.
+    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+    pub delta: f64,
+}
+
+impl Assumptions {
+    /// `params` with σ, B and δ set from the command line.
+    pub fn apply(&self, params: BoundParams) -> BoundParams {
+        params
+            .sigma(self.sigma)
+            .norm_bound(self.norm_bound)
+            .delta(self.delta)
+    }
 }
 
 fn main() -> ExitCode {

@@ -18,6 +18,7 @@ use rand_distr::StandardNormal;
 use std::result::Result;
 
 use super::{create_dir, derive_seed, write_file};
+use crate::Assumptions;
 use crate::plot::{Band, bands_plot};
 
 /// Arguments of `kbandit reproduce bands`.
@@ -29,19 +30,9 @@ pub struct BandsArgs {
     /// Length-scale ℓ of the Matérn 3/2 kernel.
     #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     lengthscale: f64,
-    /// σ: standard deviation of the observation noise (and the bounds' σ).
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
-    sigma: f64,
-    /// B: the RKHS norm of the function (and the bounds' B).
-    #[arg(
-        long = "norm-bound",
-        default_value_t = 10.0,
-        allow_negative_numbers = true
-    )]
-    norm_bound: f64,
-    /// δ: the bands hold with probability at least 1 − δ.
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
-    delta: f64,
+    /// σ, B, δ of the bounds; the function has ‖f‖_H = B exactly and the noise is N(0, σ²).
+    #[command(flatten)]
+    assumptions: Assumptions,
     /// T used for the paper's parameter choices c = T^{−d/(2d+2ν)} and η = 2/T.
     #[arg(long, default_value_t = 1000)]
     horizon: usize,
@@ -65,15 +56,14 @@ pub fn run(args: &BandsArgs) -> Result<(), String> {
     let kernel = Matern::new(1.5, args.lengthscale).map_err(fail)?;
     let config = SyntheticConfig {
         dim: 1,
-        norm_bound: args.norm_bound,
-        noise_sd: args.sigma,
+        norm_bound: args.assumptions.norm_bound,
+        noise_sd: args.assumptions.sigma,
         ..SyntheticConfig::default()
     };
     let problem = SyntheticProblem::new(kernel, config, args.seed).map_err(fail)?;
-    let params = BoundParams::paper_defaults(&kernel, 1, args.horizon)
-        .sigma(args.sigma)
-        .norm_bound(args.norm_bound)
-        .delta(args.delta);
+    let params = args
+        .assumptions
+        .apply(BoundParams::paper_defaults(&kernel, 1, args.horizon));
     let mut bounds: Vec<(&str, Box<dyn ConfidenceBound>)> = vec![
         ("DMM-UCB", Box::new(Dmm::new(kernel, params).map_err(fail)?)),
         ("AMM-UCB", Box::new(Amm::new(kernel, params).map_err(fail)?)),
@@ -91,7 +81,7 @@ pub fn run(args: &BandsArgs) -> Result<(), String> {
     for _ in 0..args.observations {
         let x: f64 = rng.random();
         let noise: f64 = rng.sample(StandardNormal);
-        let y = problem.value(&[x]).map_err(fail)? + args.sigma * noise;
+        let y = problem.value(&[x]).map_err(fail)? + args.assumptions.sigma * noise;
         for (_, bound) in &mut bounds {
             bound.observe(&[x], y).map_err(fail)?;
         }
@@ -116,7 +106,12 @@ pub fn run(args: &BandsArgs) -> Result<(), String> {
     let mut table = format!(
         "Confidence bands on [0, 1]: Matérn 3/2, ℓ = {}, ‖f‖ = B = {}, σ = {}, δ = {}, {} observations (seed {})\n\n\
          | bound | mean width | max width | f inside on the grid |\n|---|---:|---:|---|\n",
-        args.lengthscale, args.norm_bound, args.sigma, args.delta, args.observations, args.seed
+        args.lengthscale,
+        args.assumptions.norm_bound,
+        args.assumptions.sigma,
+        args.assumptions.delta,
+        args.observations,
+        args.seed
     );
     for (name, b) in &results {
         let widths: Vec<f64> = b.ucb.iter().zip(&b.lcb).map(|(u, l)| u - l).collect();
