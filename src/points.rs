@@ -215,6 +215,12 @@ impl AsPoints for Vec<Vec<f64>> {
     }
 }
 
+impl<const N: usize> AsPoints for [Vec<f64>; N] {
+    fn as_points(&self) -> Result<Points<'_>> {
+        Points::from_rows(self)
+    }
+}
+
 impl<const D: usize> AsPoints for [[f64; D]] {
     fn as_points(&self) -> Result<Points<'_>> {
         let points = Points::from_row_major(self.as_flattened(), D)?;

@@ -1,7 +1,7 @@
 //! The types most programs need: `use kernel_bandits::prelude::*;`.
 
 pub use crate::agent::{BanditAgent, RandomAgent, UcbAgent};
-pub use crate::bound::{Amm, Ay, BoundParams, Bounds, ConfidenceBound, Dmm, Igp};
+pub use crate::bound::{Amm, Ay, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, Igp};
 pub use crate::env::{SyntheticConfig, SyntheticProblem};
 pub use crate::error::{Error, Result};
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};

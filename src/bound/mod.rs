@@ -6,12 +6,14 @@
 //! | IGP-UCB | [`Igp`] | Chowdhury & Gopalan (2017) Thm 2; 001 App. C.2 | σ√(ld_{1+η} + tη + 2 ln 1/δ) + B |
 //! | AMM-UCB | [`Amm`] | 001 Cor. 4.6, Lemma C.2 | √((σ² ld_{a0} + a0 B² + 2σ² ln 1/δ)/a0) |
 //! | DMM-UCB | [`Dmm`] | 001 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
+//! | CMM-UCB | [`Cmm`] | 001 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
 //!
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
 //! of points, the mean, the lower and the upper confidence bound.
 
 mod amm;
 mod ay;
+mod cmm;
 mod dmm;
 mod igp;
 mod mixture;
@@ -19,6 +21,7 @@ mod params;
 
 pub use amm::Amm;
 pub use ay::Ay;
+pub use cmm::{Certificate, Cmm};
 pub use dmm::{DMM_GRID, Dmm};
 pub use igp::Igp;
 pub use params::{BoundParams, CheckedParams, paper_scale};

@@ -252,6 +252,28 @@ impl<K: Kernel> ExactPosterior<K> {
         &self.targets
     }
 
+    /// Counts the changes of the observations (updates and truncations), so that state derived
+    /// from the posterior can be cached against it.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The kernel values of a query: k(q_j, q_j) for each point, and the cross block
+    /// k(xᵢ, q_j) row-major (t × m).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for points of the wrong dimension, [`Error::NonFinite`]
+    /// for a non-finite kernel value.
+    pub(crate) fn query_block(&self, points: &Points<'_>) -> Result<(Vec<f64>, Vec<f64>)> {
+        if points.is_empty() {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        self.check_dim(points.dim())?;
+        let mut cross = vec![0.0; self.len() * points.len()];
+        let prior = self.query_kernel(points, &mut Vec::new(), &mut cross)?;
+        Ok((prior, cross))
+    }
+
     /// The kernel matrix K_t (t × t), recomputed from the stored points (O(t²d); it is not
     /// kept, since the factors are all an update needs).
     pub fn kernel_matrix(&self) -> nalgebra::DMatrix<f64> {

@@ -1,0 +1,618 @@
+//! CMM-UCB: the exact martingale-mixture bound, max f(x) over the two-ellipsoid confidence set.
+//!
+//! The primal (paper 001 Eq. 9, Thm 4.4) is max f(x) s.t. ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B. Its
+//! dual (Thm 4.5, Eq. 12) is UCB(x) = min over a > 0 of U_a(x) = μ_a(x) + (R̃_a/√a) ρ_a(x),
+//! every a giving a valid upper bound (weak duality), with equality at the infimum when the set
+//! has an interior point. The LCB is the mirror image, max over a of L_a(x).
+//!
+//! With the eigendecomposition K_t = U diag(λ) Uᵀ, p = Uᵀk_t(x) and b = Uᵀy_t, each trial a
+//! costs O(t) (SPEC §2). Eigenvalues at rounding level (λ ≤ t·ε·λ_max) are taken as exactly 0:
+//! k_t(x) lies in the range of K_t (the joint kernel matrix of the data and x is positive
+//! semidefinite), so its components there are 0, while y's components there, b_N, cannot be
+//! fitted by any f and enter as the constant ‖b_N‖² in a·q_a. On the range, with
+//! ρ_0² = k(x, x) − Σ p²/λ (the a → 0 posterior variance):
+//!
+//! - μ_a = Σ p b/(λ + a)
+//! - ρ_a² = ρ_0² + a Σ p²/(λ(λ + a))   (no cancellation as a → 0)
+//! - a q_a = Σ a b²/(λ + a) + ‖b_N‖²,  R̃_a² = R_t² + aB² − a q_a
+//! - U_a = μ_a + √(R̃_a² (ρ_0²/a + Σ p²/(λ(λ + a))))
+//!
+//! The two ends are evaluated exactly rather than by extreme a: a → ∞ gives B·√(ρ_0² + Σp²/λ)
+//! = B√k(x, x), the prior bound; a → 0, when ρ_0² = 0 (x on the data), gives
+//! μ_0 + √((R_t² − ‖b_N‖²) Σ p²/λ²). In between, a scan of 33 values of a, two per decade over
+//! [10⁻⁸, 10⁸]·a0, plus DMM's grid, finds the basins; golden-section search in ln a refines the
+//! two best. The objective is not always quasiconvex in a (paper 001 §4.3), hence the scan. A
+//! negative R̃_a² (data contradicting σ, B or δ) contributes μ_a, as in DMM.
+
+use std::sync::{Arc, Mutex};
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::evd::{
+    ComputeEigenvectors, SelfAdjointEvdParams, self_adjoint_evd, self_adjoint_evd_scratch,
+};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, MatRef, Par, Spec};
+
+use super::{
+    BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest,
+    forward_posterior,
+};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::points::{Points, check_point};
+use crate::posterior::ExactPosterior;
+
+/// CMM-UCB (paper 001 §4.3, §5.3; Thm 4.5, Eq. 12): the exact UCB and LCB over the confidence
+/// set {f : ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B}, R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ),
+/// a0 = σ²/c, computed through its one-dimensional dual (see the module documentation for the
+/// method and its numerics).
+///
+/// Cost: one symmetric eigendecomposition of K_t (O(t³)) per change of the data, done at the
+/// first query after it; per query point one projection onto the eigenvectors (O(t²), batched
+/// as a matrix product) and about a hundred O(t) evaluations of U_a. The reported mean is
+/// μ_{a0}. [`Cmm::certificate`] returns, for one point, the minimising a and a function in the
+/// confidence set, so that the duality gap can be checked.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::prelude::*;
+/// let kernel = Matern::new(2.5, 0.5)?;
+/// let params = BoundParams::new().sigma(0.1).norm_bound(10.0).delta(0.01).scale(1.0);
+/// let mut cmm = Cmm::new(kernel, params)?;
+/// let mut dmm = Dmm::new(kernel, params)?;
+/// for (x, y) in [([0.1, 0.2], 0.3), ([0.5, 0.5], -0.2), ([0.9, 0.1], 0.8)] {
+///     cmm.observe(&x, y)?;
+///     dmm.observe(&x, y)?;
+/// }
+/// let query = [[0.3, 0.3]];
+/// let (c, d) = (cmm.bounds(&query)?, dmm.bounds(&query)?);
+/// assert!(c.ucb[0] <= d.ucb[0] + 1e-9 && c.lcb[0] >= d.lcb[0] - 1e-9);
+/// let certificate = cmm.certificate(&[0.3, 0.3])?;
+/// assert!(certificate.gap().unwrap() < 1e-6 * certificate.upper.abs());
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Cmm<K> {
+    posterior: ExactPosterior<K>,
+    params: CheckedParams,
+    /// The eigendecomposition of K_t for the posterior's current generation, once queried.
+    spectrum: Mutex<Option<Arc<Spectrum>>>,
+}
+
+impl<K: Clone> Clone for Cmm<K> {
+    fn clone(&self) -> Self {
+        Self {
+            posterior: self.posterior.clone(),
+            params: self.params,
+            spectrum: Mutex::new(None),
+        }
+    }
+}
+
+/// K_t = U diag(λ) Uᵀ split into its numerical range and null space.
+#[derive(Debug)]
+struct Spectrum {
+    generation: u64,
+    /// The eigenvalues above the rounding threshold, ascending.
+    values: Vec<f64>,
+    /// Their eigenvectors, t × r.
+    vectors: Mat<f64>,
+    /// b = Uᵀy on the range.
+    targets: Vec<f64>,
+    /// ‖b_N‖²: the energy of y in the null space.
+    null_energy: f64,
+}
+
+impl Spectrum {
+    fn new<K: Kernel>(posterior: &ExactPosterior<K>) -> Result<Self> {
+        let t = posterior.len();
+        let generation = posterior.generation();
+        if t == 0 {
+            return Ok(Self {
+                generation,
+                values: Vec::new(),
+                vectors: Mat::zeros(0, 0),
+                targets: Vec::new(),
+                null_energy: 0.0,
+            });
+        }
+        let gram = posterior.kernel_matrix();
+        let gram = MatRef::from_column_major_slice(gram.as_slice(), t, t);
+        let params: Spec<SelfAdjointEvdParams, f64> = Default::default();
+        let mut values = faer::diag::Diag::<f64>::zeros(t);
+        let mut vectors = Mat::<f64>::zeros(t, t);
+        let mut scratch = MemBuffer::new(self_adjoint_evd_scratch::<f64>(
+            t,
+            ComputeEigenvectors::Yes,
+            Par::Seq,
+            params,
+        ));
+        self_adjoint_evd(
+            gram,
+            values.as_mut(),
+            Some(vectors.as_mut()),
+            Par::Seq,
+            MemStack::new(&mut scratch),
+            params,
+        )
+        .map_err(|_| Error::NonFinite {
+            what: "eigendecomposition of the kernel matrix (no convergence)".into(),
+        })?;
+        let values: Vec<f64> = values.column_vector().iter().copied().collect();
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "eigenvalue of the kernel matrix".into(),
+            });
+        }
+        let largest = values.iter().copied().fold(0.0, f64::max);
+        let threshold = t as f64 * f64::EPSILON * largest;
+        // Ascending order: the null space comes first.
+        let first = values.iter().position(|&v| v > threshold).unwrap_or(t);
+        let y = MatRef::from_column_major_slice(posterior.targets(), t, 1);
+        let mut rotated = Mat::<f64>::zeros(t, 1);
+        matmul(
+            rotated.as_mut(),
+            Accum::Replace,
+            vectors.transpose(),
+            y,
+            1.0,
+            Par::Seq,
+        );
+        let rotated: Vec<f64> = rotated.col(0).iter().copied().collect();
+        Ok(Self {
+            generation,
+            values: values[first..].to_vec(),
+            vectors: vectors.subcols(first, t - first).to_owned(),
+            targets: rotated[first..].to_vec(),
+            null_energy: rotated[..first].iter().map(|b| b * b).sum(),
+        })
+    }
+
+    /// p = U_rᵀk_t(q_j) for every point: r × m, column j for point j.
+    fn project(&self, cross: &[f64], m: usize) -> Mat<f64> {
+        let (t, r) = (self.vectors.nrows(), self.values.len());
+        let mut out = Mat::<f64>::zeros(r, m);
+        if r > 0 && m > 0 {
+            matmul(
+                out.as_mut(),
+                Accum::Replace,
+                self.vectors.transpose(),
+                MatRef::from_row_major_slice(cross, t, m),
+                1.0,
+                Par::Seq,
+            );
+        }
+        out
+    }
+}
+
+/// Where the dual objective attains the bound that was returned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Optimum {
+    /// At this a.
+    At(f64),
+    /// The limit a → 0 (x on the data).
+    Zero,
+    /// The limit a → ∞ (the prior bound).
+    Infinity,
+}
+
+/// The dual objective at one point, for one side.
+struct Objective<'a> {
+    spectrum: &'a Spectrum,
+    /// p b per eigenvalue.
+    pb: Vec<f64>,
+    /// p²/λ per eigenvalue.
+    w: Vec<f64>,
+    /// ρ_0², clamped at 0.
+    rho0_sq: f64,
+    /// R_t².
+    radius_sq: f64,
+    /// B².
+    norm_sq: f64,
+    /// +1 for the UCB, −1 for (minus) the LCB.
+    sign: f64,
+}
+
+impl<'a> Objective<'a> {
+    fn new(spectrum: &'a Spectrum, p: &[f64], prior: f64, radius_sq: f64, norm_sq: f64) -> Self {
+        let pb: Vec<f64> = p.iter().zip(&spectrum.targets).map(|(p, b)| p * b).collect();
+        let w: Vec<f64> = p
+            .iter()
+            .zip(&spectrum.values)
+            .map(|(p, l)| p * p / l)
+            .collect();
+        let explained: f64 = w.iter().sum();
+        Self {
+            spectrum,
+            pb,
+            w,
+            rho0_sq: (prior - explained).max(0.0),
+            radius_sq,
+            norm_sq,
+            sign: 1.0,
+        }
+    }
+
+    /// (μ_a, Σ p²/(λ(λ + a)), a q_a) in one pass.
+    fn sums(&self, a: f64) -> (f64, f64, f64) {
+        let values = &self.spectrum.values;
+        let targets = &self.spectrum.targets;
+        let mut mu = [0.0; 4];
+        let mut s = [0.0; 4];
+        let mut q = [0.0; 4];
+        let n = values.len();
+        let mut i = 0;
+        while i + 4 <= n {
+            for k in 0..4 {
+                let inv = 1.0 / (values[i + k] + a);
+                mu[k] += self.pb[i + k] * inv;
+                s[k] += self.w[i + k] * inv;
+                q[k] += targets[i + k] * targets[i + k] * inv;
+            }
+            i += 4;
+        }
+        for j in i..n {
+            let inv = 1.0 / (values[j] + a);
+            mu[0] += self.pb[j] * inv;
+            s[0] += self.w[j] * inv;
+            q[0] += targets[j] * targets[j] * inv;
+        }
+        let total = |v: [f64; 4]| (v[0] + v[1]) + (v[2] + v[3]);
+        (
+            total(mu),
+            total(s),
+            a * total(q) + self.spectrum.null_energy,
+        )
+    }
+
+    /// U_a (sign +1) or −L_a (sign −1) at a > 0.
+    fn value(&self, a: f64) -> f64 {
+        let (mu, s, aq) = self.sums(a);
+        let radius = self.radius_sq + a * self.norm_sq - aq;
+        let spread = if radius > 0.0 {
+            (radius * (self.rho0_sq / a + s)).sqrt()
+        } else {
+            0.0
+        };
+        self.sign * mu + spread
+    }
+
+    /// The a → ∞ limit: B√(ρ_0² + Σ p²/λ), the prior bound.
+    fn at_infinity(&self) -> f64 {
+        (self.norm_sq * (self.rho0_sq + self.w.iter().sum::<f64>())).sqrt()
+    }
+
+    /// The a → 0 limit when x is on the data (ρ_0² = 0): μ_0 + √((R_t² − ‖b_N‖²) Σ p²/λ²).
+    fn at_zero(&self) -> Option<f64> {
+        if self.rho0_sq > 0.0 {
+            return None;
+        }
+        let values = &self.spectrum.values;
+        let mu: f64 = self.pb.iter().zip(values).map(|(pb, l)| pb / l).sum();
+        let s: f64 = self.w.iter().zip(values).map(|(w, l)| w / l).sum();
+        let radius = self.radius_sq - self.spectrum.null_energy;
+        let spread = if radius > 0.0 {
+            (radius * s).sqrt()
+        } else {
+            0.0
+        };
+        Some(self.sign * mu + spread)
+    }
+
+    /// min over a of the objective, and where it is attained.
+    fn minimise(&self, a0: f64) -> (f64, Optimum) {
+        let mut best = (self.at_infinity(), Optimum::Infinity);
+        if let Some(v) = self.at_zero() {
+            if v < best.0 {
+                best = (v, Optimum::Zero);
+            }
+        }
+        // ln a on the scan: two per decade over [1e-8, 1e8]·a0, plus DMM's grid.
+        let mut logs: Vec<f64> = (-16..=16)
+            .map(|k| a0.ln() + f64::from(k) * std::f64::consts::LN_10 / 2.0)
+            .chain(DMM_GRID.iter().map(|m| (m * a0).ln()))
+            .collect();
+        logs.sort_by(f64::total_cmp);
+        // DMM's grid shares points with the scan (a0, 10·a0): a bracket needs distinct ends.
+        logs.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+        let values: Vec<f64> = logs.iter().map(|&s| self.value(s.exp())).collect();
+        for (&s, &v) in logs.iter().zip(&values) {
+            if v < best.0 {
+                best = (v, Optimum::At(s.exp()));
+            }
+        }
+        // Refine the two lowest local minima of the scan.
+        let mut minima: Vec<usize> = (0..logs.len())
+            .filter(|&k| {
+                (k == 0 || values[k] <= values[k - 1])
+                    && (k + 1 == logs.len() || values[k] <= values[k + 1])
+            })
+            .collect();
+        minima.sort_by(|&i, &j| values[i].total_cmp(&values[j]));
+        for &k in minima.iter().take(2) {
+            let lo = if k == 0 { logs[0] - 1.0 } else { logs[k - 1] };
+            let hi = if k + 1 == logs.len() {
+                logs[k] + 1.0
+            } else {
+                logs[k + 1]
+            };
+            let (s, v) = self.golden(lo, hi);
+            if v < best.0 {
+                best = (v, Optimum::At(s.exp()));
+            }
+        }
+        best
+    }
+
+    /// Golden-section search for the minimum over ln a ∈ [lo, hi]; returns (ln a, value).
+    fn golden(&self, mut lo: f64, mut hi: f64) -> (f64, f64) {
+        const RATIO: f64 = 0.618_033_988_749_894_9;
+        let f = |s: f64| self.value(s.exp());
+        let mut x1 = hi - RATIO * (hi - lo);
+        let mut x2 = lo + RATIO * (hi - lo);
+        let (mut f1, mut f2) = (f(x1), f(x2));
+        // 40 steps shrink the bracket by 0.618⁴⁰ ≈ 4·10⁻⁹; the value is then exact far below
+        // 1e-9 relative (the objective is smooth in ln a, so its error is quadratic).
+        for _ in 0..40 {
+            if f1 <= f2 {
+                hi = x2;
+                x2 = x1;
+                f2 = f1;
+                x1 = hi - RATIO * (hi - lo);
+                f1 = f(x1);
+            } else {
+                lo = x1;
+                x1 = x2;
+                f1 = f2;
+                x2 = lo + RATIO * (hi - lo);
+                f2 = f(x2);
+            }
+        }
+        if f1 <= f2 { (x1, f1) } else { (x2, f2) }
+    }
+}
+
+/// The dual and a primal solution at one point: see [`Cmm::certificate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Certificate {
+    /// The a at which U_a(x) attains the UCB: `0.0` for the limit a → 0 (x on the data), and
+    /// `f64::INFINITY` for a → ∞ (the prior bound B√k(x, x)).
+    pub regulariser: f64,
+    /// The UCB, U_a(x): an upper bound on f(x) over the confidence set (weak duality).
+    pub upper: f64,
+    /// f(x) for a function f of the form μ_a + s·k_a(·, x) (k_a the posterior covariance) with
+    /// the largest s that keeps f in the confidence set: a lower bound on the exact UCB. `None`
+    /// if no such s exists (the set is empty, or misses that line).
+    pub primal: Option<f64>,
+    /// ‖f_t − y_t‖ for that f (at most `radius`).
+    pub residual_norm: Option<f64>,
+    /// ‖f‖_H for that f (at most `norm_bound`).
+    pub rkhs_norm: Option<f64>,
+    /// R_t, the radius of the data constraint.
+    pub radius: f64,
+    /// B, the bound on ‖f‖_H.
+    pub norm_bound: f64,
+}
+
+impl Certificate {
+    /// The duality gap `upper − primal`: how far the UCB can be above the exact maximum.
+    pub fn gap(&self) -> Option<f64> {
+        self.primal.map(|p| self.upper - p)
+    }
+}
+
+/// The interval of s where A s² + B s + C ≤ 0 (A ≥ 0), if any.
+fn quadratic_interval(a: f64, b: f64, c: f64) -> Option<(f64, f64)> {
+    if a <= 0.0 {
+        return if b > 0.0 {
+            Some((f64::NEG_INFINITY, -c / b))
+        } else if b < 0.0 {
+            Some((-c / b, f64::INFINITY))
+        } else {
+            (c <= 0.0).then_some((f64::NEG_INFINITY, f64::INFINITY))
+        };
+    }
+    let discriminant = b * b - 4.0 * a * c;
+    if discriminant < 0.0 {
+        return None;
+    }
+    // The stable pair of roots.
+    let q = -0.5 * (b + b.signum() * discriminant.sqrt());
+    let (r1, r2) = if q == 0.0 { (0.0, 0.0) } else { (q / a, c / q) };
+    Some((r1.min(r2), r1.max(r2)))
+}
+
+impl<K: Kernel> Cmm<K> {
+    /// CMM-UCB for `kernel` with the parameters σ, B, δ, c.
+    ///
+    /// # Errors
+    /// Invalid parameters (see [`BoundParams::check`]).
+    pub fn new(kernel: K, params: BoundParams) -> Result<Self> {
+        let params = params.check()?;
+        Ok(Self {
+            posterior: ExactPosterior::new(kernel, &[params.mixture_regulariser()])?,
+            params,
+            spectrum: Mutex::new(None),
+        })
+    }
+
+    /// The validated parameters.
+    pub fn params(&self) -> &CheckedParams {
+        &self.params
+    }
+
+    /// The underlying exact posterior (regulariser a0, which defines R_t).
+    pub fn posterior(&self) -> &ExactPosterior<K> {
+        &self.posterior
+    }
+
+    /// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ).
+    pub fn radius_sq(&self) -> f64 {
+        let p = &self.params;
+        let sigma_sq = p.sigma() * p.sigma();
+        p.mixture_regulariser() * self.posterior.quad_form(0)
+            + sigma_sq * self.posterior.log_det(0)
+            + 2.0 * sigma_sq * p.log_inv_delta()
+    }
+
+    /// The eigendecomposition for the current data, computed at most once per change.
+    fn spectrum(&self) -> Result<Arc<Spectrum>> {
+        let mut cache = self
+            .spectrum
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let generation = self.posterior.generation();
+        if let Some(spectrum) = cache.as_ref().filter(|s| s.generation == generation) {
+            return Ok(Arc::clone(spectrum));
+        }
+        let spectrum = Arc::new(Spectrum::new(&self.posterior)?);
+        *cache = Some(Arc::clone(&spectrum));
+        Ok(spectrum)
+    }
+
+    /// The spectrum, the prior variances and the projections of a batch of points.
+    fn prepare(&self, points: &Points<'_>) -> Result<(Arc<Spectrum>, Vec<f64>, Mat<f64>)> {
+        let radius_sq = self.radius_sq();
+        if !radius_sq.is_finite() {
+            return Err(Error::NonFinite {
+                what: "confidence radius R_t".into(),
+            });
+        }
+        let (prior, cross) = self.posterior.query_block(points)?;
+        let spectrum = self.spectrum()?;
+        let projections = spectrum.project(&cross, points.len());
+        Ok((spectrum, prior, projections))
+    }
+
+    fn objective<'a>(&self, spectrum: &'a Spectrum, p: &[f64], prior: f64) -> Objective<'a> {
+        let b = self.params.norm_bound();
+        Objective::new(spectrum, p, prior, self.radius_sq(), b * b)
+    }
+
+    /// The UCB at one point with the minimising a, and a function of the confidence set that
+    /// comes close to it: the duality gap `upper − primal` bounds how far the UCB can be from
+    /// the exact maximum of f(x) over the set (Thm 4.5; the gap is 0 at the exact optimum).
+    ///
+    /// The primal function is f = μ_a + s·k_a(·, x), where k_a(·, x) is the posterior
+    /// covariance at regulariser a, the direction in which the single ellipsoid
+    /// ‖f_t − y_t‖² + a‖f‖²_H ≤ R_t² + aB² is longest at x; both constraints are quadratic in s,
+    /// and s is the largest value that satisfies both. At the limits a → 0 and a → ∞, a = 10⁻¹²·a0
+    /// and 10¹²·a0 stand in for a.
+    ///
+    /// # Errors
+    /// An invalid point, or a non-finite kernel value or radius.
+    pub fn certificate(&self, x: &[f64]) -> Result<Certificate> {
+        check_point(x, self.posterior.dim(), "query point")?;
+        let points = Points::from_row_major(x, x.len())?;
+        let (spectrum, prior, projections) = self.prepare(&points)?;
+        let p: Vec<f64> = projections.col(0).iter().copied().collect();
+        let objective = self.objective(&spectrum, &p, prior[0]);
+        let a0 = self.params.mixture_regulariser();
+        let (upper, optimum) = objective.minimise(a0);
+        let (regulariser, a) = match optimum {
+            Optimum::At(a) => (a, a),
+            Optimum::Zero => (0.0, 1e-12 * a0),
+            Optimum::Infinity => (f64::INFINITY, 1e12 * a0),
+        };
+        // The line f = μ_a + s·g, g = k_a(·, x), in the eigenbasis (see the module docs).
+        let (values, targets) = (&spectrum.values, &spectrum.targets);
+        let mut sums = [0.0; 7];
+        for i in 0..values.len() {
+            let (l, b, p) = (values[i], targets[i], p[i]);
+            let inv = 1.0 / (l + a);
+            sums[0] += (a * b * inv).powi(2); // ‖μ_t − y‖² (range part)
+            sums[1] += b * p * inv * inv; // Σ bp/(λ+a)²
+            sums[2] += p * p * inv * inv; // Σ p²/(λ+a)²
+            sums[3] += l * b * b * inv * inv; // ‖μ‖²
+            sums[4] += p * p / l * inv * inv; // Σ p²/(λ(λ+a)²)
+            sums[5] += p * b * inv; // μ_a(x)
+            sums[6] += p * p / l * inv; // Σ p²/(λ(λ+a))
+        }
+        let rho0_sq = objective.rho0_sq;
+        let rho_sq = rho0_sq + a * sums[6];
+        let radius_sq = self.radius_sq();
+        let norm_sq = objective.norm_sq;
+        let data = quadratic_interval(
+            a * a * sums[2],
+            -2.0 * a * a * sums[1],
+            sums[0] + spectrum.null_energy - radius_sq,
+        );
+        let norm = quadratic_interval(
+            rho0_sq + a * a * sums[4],
+            2.0 * a * sums[1],
+            sums[3] - norm_sq,
+        );
+        let s = match (data, norm) {
+            (Some((l1, h1)), Some((l2, h2))) if l1.max(l2) <= h1.min(h2) => {
+                Some(h1.min(h2)).filter(|s| s.is_finite())
+            }
+            _ => None,
+        };
+        let residual = |s: f64| {
+            (sums[0] + spectrum.null_energy - 2.0 * s * a * a * sums[1] + s * s * a * a * sums[2])
+                .max(0.0)
+                .sqrt()
+        };
+        let rkhs = |s: f64| {
+            (sums[3] + 2.0 * s * a * sums[1] + s * s * (rho0_sq + a * a * sums[4]))
+                .max(0.0)
+                .sqrt()
+        };
+        Ok(Certificate {
+            regulariser,
+            upper,
+            primal: s.map(|s| sums[5] + s * rho_sq),
+            residual_norm: s.map(residual),
+            rkhs_norm: s.map(rkhs),
+            radius: radius_sq.sqrt(),
+            norm_bound: self.params.norm_bound(),
+        })
+    }
+}
+
+impl<K: Kernel> ConfidenceBound for Cmm<K> {
+    fn name(&self) -> &'static str {
+        "cmm"
+    }
+
+    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
+        let m = points.len();
+        if m == 0 {
+            return Ok(Bounds::default());
+        }
+        let (spectrum, prior, projections) = self.prepare(points)?;
+        let a0 = self.params.mixture_regulariser();
+        let mut bounds = Bounds {
+            mean: Vec::with_capacity(m),
+            lcb: Vec::with_capacity(m),
+            ucb: Vec::with_capacity(m),
+        };
+        for j in 0..m {
+            let p: Vec<f64> = projections.col(j).iter().copied().collect();
+            let mut objective = self.objective(&spectrum, &p, prior[j]);
+            bounds.mean.push(objective.sums(a0).0);
+            bounds.ucb.push(objective.minimise(a0).0);
+            objective.sign = -1.0;
+            bounds.lcb.push(-objective.minimise(a0).0);
+        }
+        Ok(bounds)
+    }
+
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+        if points.is_empty() {
+            return Err(Error::NoArms);
+        }
+        let (spectrum, prior, projections) = self.prepare(points)?;
+        let a0 = self.params.mixture_regulariser();
+        let ucb: Vec<f64> = (0..points.len())
+            .map(|j| {
+                let p: Vec<f64> = projections.col(j).iter().copied().collect();
+                self.objective(&spectrum, &p, prior[j]).minimise(a0).0
+            })
+            .collect();
+        argmax_lowest(&ucb)
+    }
+
+    forward_posterior!();
+}

@@ -1,0 +1,363 @@
+//! CMM-UCB against an independent second-order cone solver, and its orderings and edge cases.
+//!
+//! Reference: the primal program of paper 001 Thm 4.4, max f(x) s.t. ‖f_t − y_t‖ ≤ R_t,
+//! ‖f‖_H ≤ B, solved by `clarabel`. By the representer theorem f lies in the span of the
+//! kernel functions at the t observed points and x; with K_{t+1} = V diag(λ) Vᵀ (nalgebra's
+//! symmetric eigendecomposition, no jitter) and the feature map Φ = V diag(√λ) over the
+//! positive eigenvalues, f's values at the t + 1 points are Φz and ‖f‖_H = ‖z‖, so the program
+//! is max φ_xᵀz s.t. ‖Φ_t z − y‖ ≤ R_t, ‖z‖ ≤ B: a well-scaled SOCP in z. R_t is computed here
+//! from a dense nalgebra Cholesky of K_t + a0 I. Nothing of the crate's CMM code is used.
+
+use clarabel::algebra::CscMatrix;
+use clarabel::solver::{
+    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+};
+use kernel_bandits::prelude::*;
+use nalgebra::{DMatrix, DVector, SymmetricEigen};
+use proptest::prelude::*;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+use rand_distr::StandardNormal;
+
+/// Solver tolerance (absolute and relative duality gap, feasibility).
+const SOLVER_TOL: f64 = 1e-10;
+
+/// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ), from a dense Cholesky of K_t + a0 I.
+fn radius_sq(gram: &DMatrix<f64>, y: &DVector<f64>, sigma: f64, c: f64, delta: f64) -> f64 {
+    let t = y.len();
+    let a0 = sigma * sigma / c;
+    if t == 0 {
+        return 2.0 * sigma * sigma * (1.0 / delta).ln();
+    }
+    let chol = (gram + DMatrix::identity(t, t) * a0).cholesky().unwrap();
+    let q = y.dot(&chol.solve(y));
+    let ld: f64 = chol
+        .l()
+        .diagonal()
+        .iter()
+        .map(|l| 2.0 * l.ln())
+        .sum::<f64>()
+        - t as f64 * a0.ln();
+    a0 * q + sigma * sigma * ld + 2.0 * sigma * sigma * (1.0 / delta).ln()
+}
+
+/// max (sign = 1) or min (sign = −1) of f(x) over the confidence set, by clarabel.
+fn socp(
+    kernel: &impl Kernel,
+    xs: &[Vec<f64>],
+    y: &[f64],
+    x: &[f64],
+    radius: f64,
+    b: f64,
+    sign: f64,
+) -> f64 {
+    let t = xs.len();
+    let mut all: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
+    all.push(x);
+    let n = t + 1;
+    let gram = DMatrix::from_fn(n, n, |i, j| kernel.eval(all[i], all[j]));
+    let eigen = SymmetricEigen::new(gram);
+    let largest = eigen.eigenvalues.max();
+    let keep: Vec<usize> = (0..n)
+        .filter(|&i| eigen.eigenvalues[i] > 1e-14 * largest.max(1e-300))
+        .collect();
+    let r = keep.len();
+    // Φ (n × r): rows are the points' features.
+    let phi = DMatrix::from_fn(n, r, |i, k| {
+        eigen.eigenvectors[(i, keep[k])] * eigen.eigenvalues[keep[k]].sqrt()
+    });
+    // Variables z ∈ R^r; minimise −sign·φ_xᵀz.
+    let q: Vec<f64> = (0..r).map(|k| -sign * phi[(t, k)]).collect();
+    let p = CscMatrix::zeros((r, r));
+    // Rows: [0; Φ_t] for the data cone (b = [R; y]), [0; −I] for the norm cone (b = [B; 0]).
+    let rows = (1 + t) + (1 + r);
+    let dense = DMatrix::from_fn(rows, r, |i, k| {
+        if i >= 1 && i <= t {
+            phi[(i - 1, k)]
+        } else if i >= t + 2 {
+            if i - (t + 2) == k { -1.0 } else { 0.0 }
+        } else {
+            0.0
+        }
+    });
+    let (mut colptr, mut rowval, mut nzval) = (vec![0], Vec::new(), Vec::new());
+    for k in 0..r {
+        for i in 0..rows {
+            if dense[(i, k)] != 0.0 {
+                rowval.push(i);
+                nzval.push(dense[(i, k)]);
+            }
+        }
+        colptr.push(rowval.len());
+    }
+    let a = CscMatrix::new(rows, r, colptr, rowval, nzval);
+    let mut rhs = vec![radius];
+    rhs.extend_from_slice(y);
+    rhs.push(b);
+    rhs.extend(std::iter::repeat_n(0.0, r));
+    let cones = [
+        SupportedConeT::SecondOrderConeT(1 + t),
+        SupportedConeT::SecondOrderConeT(1 + r),
+    ];
+    let settings = DefaultSettingsBuilder::default()
+        .verbose(false)
+        .tol_gap_abs(SOLVER_TOL)
+        .tol_gap_rel(SOLVER_TOL)
+        .tol_feas(SOLVER_TOL)
+        .max_iter(500)
+        .build()
+        .unwrap();
+    let mut solver = DefaultSolver::new(&p, &q, &a, &rhs, &cones, settings).unwrap();
+    solver.solve();
+    assert!(
+        matches!(
+            solver.solution.status,
+            SolverStatus::Solved | SolverStatus::AlmostSolved
+        ),
+        "clarabel: {:?}",
+        solver.solution.status
+    );
+    -sign * solver.solution.obj_val
+}
+
+struct Instance {
+    xs: Vec<Vec<f64>>,
+    y: Vec<f64>,
+    queries: Vec<Vec<f64>>,
+}
+
+/// t observations of a random RKHS function with norm B/2 (so that the set is not empty), with
+/// repeated points when `repeats`, and queries: fresh points, an observed point and (when
+/// `repeats`) a repeated one.
+fn instance(
+    kernel: &impl Kernel,
+    seed: u64,
+    t: usize,
+    dim: usize,
+    sigma: f64,
+    b: f64,
+    repeats: bool,
+) -> Instance {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let centres: Vec<Vec<f64>> = (0..8)
+        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    let weights: Vec<f64> = (0..8).map(|_| rng.sample(StandardNormal)).collect();
+    let gram = DMatrix::from_fn(8, 8, |i, j| kernel.eval(&centres[i], &centres[j]));
+    let w = DVector::from_vec(weights);
+    let scale = 0.5 * b / w.dot(&(&gram * &w)).sqrt();
+    let f = |x: &[f64]| -> f64 {
+        scale * (0..8).map(|i| w[i] * kernel.eval(x, &centres[i])).sum::<f64>()
+    };
+    let mut xs: Vec<Vec<f64>> = Vec::new();
+    for i in 0..t {
+        let x = if repeats && i > 0 && rng.random::<f64>() < 0.3 {
+            xs[rng.random_range(0..i)].clone()
+        } else {
+            (0..dim).map(|_| rng.random::<f64>()).collect()
+        };
+        xs.push(x);
+    }
+    let y: Vec<f64> = xs
+        .iter()
+        .map(|x| f(x) + sigma * rng.sample::<f64, _>(StandardNormal))
+        .collect();
+    let mut queries: Vec<Vec<f64>> = (0..2)
+        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    if t > 0 {
+        queries.push(xs[rng.random_range(0..t)].clone());
+        // The most repeated observation.
+        let most = (0..t)
+            .max_by_key(|&i| xs.iter().filter(|x| **x == xs[i]).count())
+            .unwrap();
+        queries.push(xs[most].clone());
+    }
+    Instance { xs, y, queries }
+}
+
+/// Runs CMM and clarabel on one instance; returns the largest relative difference.
+fn compare(
+    kernel: impl Kernel + Clone,
+    (seed, t, dim, repeats): (u64, usize, usize, bool),
+    (sigma, b, c): (f64, f64, f64),
+) -> f64 {
+    let delta = 0.01;
+    let data = instance(&kernel, seed, t, dim, sigma, b, repeats);
+    let params = BoundParams::new()
+        .sigma(sigma)
+        .norm_bound(b)
+        .delta(delta)
+        .scale(c);
+    let mut cmm = Cmm::new(kernel.clone(), params).unwrap();
+    for (x, &y) in data.xs.iter().zip(&data.y) {
+        cmm.observe(x, y).unwrap();
+    }
+    let gram = DMatrix::from_fn(t, t, |i, j| kernel.eval(&data.xs[i], &data.xs[j]));
+    let radius = radius_sq(&gram, &DVector::from_vec(data.y.clone()), sigma, c, delta).sqrt();
+    let got = cmm.bounds(&data.queries).unwrap();
+    let mut worst: f64 = 0.0;
+    for (j, x) in data.queries.iter().enumerate() {
+        let upper = socp(&kernel, &data.xs, &data.y, x, radius, b, 1.0);
+        let lower = socp(&kernel, &data.xs, &data.y, x, radius, b, -1.0);
+        let scale = upper.abs().max(lower.abs()).max(1e-3 * b);
+        let context = || format!("seed {seed}, t = {t}, query {j}: σ = {sigma}, B = {b}, c = {c}");
+        // Valid: never below the exact optimum (beyond the solver's tolerance).
+        assert!(
+            got.ucb[j] >= upper - 1e-7 * scale,
+            "{}: UCB {} below the optimum {upper}",
+            context(),
+            got.ucb[j]
+        );
+        assert!(
+            got.lcb[j] <= lower + 1e-7 * scale,
+            "{}: LCB {} above the optimum {lower}",
+            context(),
+            got.lcb[j]
+        );
+        let diff = ((got.ucb[j] - upper).abs()).max((got.lcb[j] - lower).abs()) / scale;
+        assert!(
+            diff <= 1e-5,
+            "{}: UCB {} vs {upper}, LCB {} vs {lower}",
+            context(),
+            got.ucb[j],
+            got.lcb[j]
+        );
+        worst = worst.max(diff);
+    }
+    worst
+}
+
+#[test]
+fn agrees_with_an_independent_socp_solver() {
+    let mut worst: f64 = 0.0;
+    let mut cases = 0;
+    let sizes = [1, 2, 5, 12, 30, 60, 100, 200];
+    let settings = [(0.1, 10.0, 1.0), (0.05, 3.0, 0.3), (0.3, 1.0, 1.0), (0.1, 5.0, 0.15)];
+    for (k, &t) in sizes.iter().enumerate() {
+        for (s, &(sigma, b, c)) in settings.iter().enumerate() {
+            let seed = (k * 10 + s) as u64;
+            let dim = 1 + (k + s) % 3;
+            let repeats = (k + s) % 2 == 0;
+            let case = (seed, t, dim, repeats);
+            let diff = match (k + s) % 3 {
+                0 => compare(Rbf::new(0.4).unwrap(), case, (sigma, b, c)),
+                1 => compare(Matern::new(2.5, 0.3).unwrap(), case, (sigma, b, c)),
+                _ => compare(Matern::new(1.5, 0.6).unwrap(), case, (sigma, b, c)),
+            };
+            worst = worst.max(diff);
+            cases += 1;
+        }
+    }
+    assert!(cases >= 30);
+    eprintln!("{cases} instances, largest relative difference to clarabel {worst:.2e}");
+}
+
+#[test]
+fn the_certificate_closes_the_duality_gap() {
+    let kernel = Matern::new(2.5, 0.4).unwrap();
+    for (seed, repeats) in [(1, false), (2, true), (3, true)] {
+        let data = instance(&kernel, seed, 80, 2, 0.1, 5.0, repeats);
+        let params = BoundParams::new().sigma(0.1).norm_bound(5.0).scale(0.5);
+        let mut cmm = Cmm::new(kernel, params).unwrap();
+        for (x, &y) in data.xs.iter().zip(&data.y) {
+            cmm.observe(x, y).unwrap();
+        }
+        for x in &data.queries {
+            let cert = cmm.certificate(x).unwrap();
+            let primal = cert.primal.expect("a primal point in the set");
+            assert!(cert.residual_norm.unwrap() <= cert.radius * (1.0 + 1e-9));
+            assert!(cert.rkhs_norm.unwrap() <= cert.norm_bound * (1.0 + 1e-9));
+            assert!(primal <= cert.upper + 1e-9 * cert.upper.abs());
+            assert!(
+                cert.gap().unwrap() <= 1e-6 * cert.upper.abs().max(1.0),
+                "gap {:e} at {x:?} (a = {})",
+                cert.gap().unwrap(),
+                cert.regulariser
+            );
+            let ucb = cmm.bounds(&[x.clone()]).unwrap().ucb[0];
+            assert_eq!(ucb, cert.upper);
+        }
+    }
+}
+
+#[test]
+fn without_data_the_bound_is_the_prior_one() {
+    let kernel = Rbf::new(0.3).unwrap().scaled(2.0).unwrap();
+    let cmm = Cmm::new(kernel, BoundParams::new().norm_bound(4.0)).unwrap();
+    let b = cmm.bounds(&[[0.2, 0.7]]).unwrap();
+    let prior = 4.0 * 2.0f64.sqrt();
+    assert!((b.ucb[0] - prior).abs() <= 1e-12 * prior);
+    assert!((b.lcb[0] + prior).abs() <= 1e-12 * prior);
+    assert_eq!(b.mean[0], 0.0);
+    let cert = cmm.certificate(&[0.2, 0.7]).unwrap();
+    assert_eq!(cert.regulariser, f64::INFINITY);
+}
+
+#[test]
+fn repeated_points_give_valid_bounds_at_the_boundary_a_to_zero() {
+    // Ten noisy copies of two points: K_t has rank 2. At an observed point the infimum over a
+    // can sit at a → 0, which must be evaluated as a limit, not by a tiny a.
+    let kernel = Matern::new(1.5, 0.5).unwrap();
+    let (sigma, b, c) = (0.1, 2.0, 1.0);
+    let params = BoundParams::new().sigma(sigma).norm_bound(b).scale(c);
+    let mut cmm = Cmm::new(kernel, params).unwrap();
+    let mut xs = Vec::new();
+    let mut ys = Vec::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(9);
+    for i in 0..20 {
+        let x = if i % 2 == 0 { vec![0.3] } else { vec![0.6] };
+        let y = if i % 2 == 0 { 0.5 } else { -0.2 } + sigma * rng.sample::<f64, _>(StandardNormal);
+        cmm.observe(&x, y).unwrap();
+        xs.push(x);
+        ys.push(y);
+    }
+    let gram = DMatrix::from_fn(20, 20, |i, j| kernel.eval(&xs[i], &xs[j]));
+    let radius = radius_sq(&gram, &DVector::from_vec(ys.clone()), sigma, c, 0.01).sqrt();
+    for (i, x) in [vec![0.3], vec![0.6], vec![0.45], vec![0.95]].into_iter().enumerate() {
+        let got = cmm.bounds(&[x.clone()]).unwrap();
+        if i < 2 {
+            // The case this test is about: the optimum is the limit a → 0.
+            assert_eq!(cmm.certificate(&x).unwrap().regulariser, 0.0, "{x:?}");
+        }
+        let upper = socp(&kernel, &xs, &ys, &x, radius, b, 1.0);
+        let lower = socp(&kernel, &xs, &ys, &x, radius, b, -1.0);
+        let scale = upper.abs().max(lower.abs());
+        assert!(got.ucb[0] >= upper - 1e-7 * scale, "{x:?}: {} < {upper}", got.ucb[0]);
+        assert!(got.lcb[0] <= lower + 1e-7 * scale, "{x:?}: {} > {lower}", got.lcb[0]);
+        assert!((got.ucb[0] - upper).abs() <= 1e-5 * scale, "{x:?}: {} vs {upper}", got.ucb[0]);
+        assert!((got.lcb[0] - lower).abs() <= 1e-5 * scale, "{x:?}: {} vs {lower}", got.lcb[0]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// CMM ≤ DMM ≤ AMM for the UCB and the reverse for the LCB, on the same data.
+    #[test]
+    fn cmm_is_the_tightest(seed in 0u64..1000, t in 0usize..40, lengthscale in 0.1f64..1.0) {
+        let kernel = Matern::new(2.5, lengthscale).unwrap();
+        let params = BoundParams::new().sigma(0.1).norm_bound(3.0).scale(0.5);
+        let mut cmm = Cmm::new(kernel, params).unwrap();
+        let mut dmm = Dmm::new(kernel, params).unwrap();
+        let mut amm = Amm::new(kernel, params).unwrap();
+        let data = instance(&kernel, seed, t, 2, 0.1, 3.0, seed % 2 == 0);
+        for (x, &y) in data.xs.iter().zip(&data.y) {
+            cmm.observe(x, y).unwrap();
+            dmm.observe(x, y).unwrap();
+            amm.observe(x, y).unwrap();
+        }
+        let (c, d, a) = (
+            cmm.bounds(&data.queries).unwrap(),
+            dmm.bounds(&data.queries).unwrap(),
+            amm.bounds(&data.queries).unwrap(),
+        );
+        for j in 0..data.queries.len() {
+            let tol = 1e-9 * (1.0 + a.ucb[j].abs());
+            prop_assert!(c.ucb[j] <= d.ucb[j] + tol, "UCB: CMM {} > DMM {}", c.ucb[j], d.ucb[j]);
+            prop_assert!(d.ucb[j] <= a.ucb[j] + tol);
+            prop_assert!(c.lcb[j] >= d.lcb[j] - tol, "LCB: CMM {} < DMM {}", c.lcb[j], d.lcb[j]);
+            prop_assert!(d.lcb[j] >= a.lcb[j] - tol);
+        }
+    }
+}
