@@ -26,14 +26,35 @@ fn make_bound(name: &str) -> Box<dyn ConfidenceBound> {
         "igp" => Box::new(Igp::new(kernel, params).unwrap()),
         "amm" => Box::new(Amm::new(kernel, params).unwrap()),
         "dmm" => Box::new(Dmm::new(kernel, params).unwrap()),
+        "cmm" => Box::new(Cmm::new(kernel, params).unwrap()),
         _ => unreachable!("unknown bound {name}"),
     }
 }
 
 fn select_and_update(c: &mut Criterion) {
-    let mut group = c.benchmark_group("select_update_100_arms");
-    for t in [100, 500, 1000] {
-        for name in ["ay", "igp", "amm", "dmm"] {
+    round_group(
+        c,
+        "select_update_100_arms",
+        &[100, 500, 1000],
+        &["ay", "igp", "amm", "dmm"],
+    );
+    // CMM recomputes an eigendecomposition after every update: fewer samples.
+    round_group(
+        c,
+        "cmm_select_update_100_arms",
+        &[100, 200, 500, 1000],
+        &["cmm", "dmm"],
+    );
+}
+
+/// One select + update (then a truncation back to t) for each bound and t.
+fn round_group(c: &mut Criterion, group_name: &str, sizes: &[usize], bounds: &[&str]) {
+    let mut group = c.benchmark_group(group_name);
+    if bounds.contains(&"cmm") {
+        group.sample_size(10);
+    }
+    for &t in sizes {
+        for &name in bounds {
             let mut rng = ChaCha8Rng::seed_from_u64(t as u64);
             let mut agent = UcbAgent::new(make_bound(name));
             for x in uniform_points(&mut rng, t) {

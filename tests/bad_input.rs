@@ -21,6 +21,7 @@ fn all_bounds() -> Vec<Box<dyn ConfidenceBound>> {
         Box::new(Igp::new(k, params()).unwrap()),
         Box::new(Amm::new(k, params()).unwrap()),
         Box::new(Dmm::new(k, params()).unwrap()),
+        Box::new(Cmm::new(k, params()).unwrap()),
     ]
 }
 
@@ -173,6 +174,7 @@ fn invalid_parameters_are_rejected_by_name() {
             Igp::new(k, p).map(|_| ()),
             Amm::new(k, p).map(|_| ()),
             Dmm::new(k, p).map(|_| ()),
+            Cmm::new(k, p).map(|_| ()),
         ];
         for err in errors {
             match err {
@@ -267,6 +269,7 @@ fn subnormal_parameters_and_overflowing_updates_are_errors() {
     for mut bound in [
         Box::new(Amm::new(k, params().sigma(1e-150)).unwrap()) as Box<dyn ConfidenceBound>,
         Box::new(Dmm::new(k, params().sigma(1e-150)).unwrap()),
+        Box::new(Cmm::new(k, params().sigma(1e-150)).unwrap()),
     ] {
         bound.observe(&[0.1, 0.1], 1.0).unwrap();
         let before = snapshot(bound.as_ref());

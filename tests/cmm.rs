@@ -147,7 +147,10 @@ fn instance(
     let w = DVector::from_vec(weights);
     let scale = 0.5 * b / w.dot(&(&gram * &w)).sqrt();
     let f = |x: &[f64]| -> f64 {
-        scale * (0..8).map(|i| w[i] * kernel.eval(x, &centres[i])).sum::<f64>()
+        scale
+            * (0..8)
+                .map(|i| w[i] * kernel.eval(x, &centres[i]))
+                .sum::<f64>()
     };
     let mut xs: Vec<Vec<f64>> = Vec::new();
     for i in 0..t {
@@ -233,7 +236,12 @@ fn agrees_with_an_independent_socp_solver() {
     let mut worst: f64 = 0.0;
     let mut cases = 0;
     let sizes = [1, 2, 5, 12, 30, 60, 100, 200];
-    let settings = [(0.1, 10.0, 1.0), (0.05, 3.0, 0.3), (0.3, 1.0, 1.0), (0.1, 5.0, 0.15)];
+    let settings = [
+        (0.1, 10.0, 1.0),
+        (0.05, 3.0, 0.3),
+        (0.3, 1.0, 1.0),
+        (0.1, 5.0, 0.15),
+    ];
     for (k, &t) in sizes.iter().enumerate() {
         for (s, &(sigma, b, c)) in settings.iter().enumerate() {
             let seed = (k * 10 + s) as u64;
@@ -314,7 +322,10 @@ fn repeated_points_give_valid_bounds_at_the_boundary_a_to_zero() {
     }
     let gram = DMatrix::from_fn(20, 20, |i, j| kernel.eval(&xs[i], &xs[j]));
     let radius = radius_sq(&gram, &DVector::from_vec(ys.clone()), sigma, c, 0.01).sqrt();
-    for (i, x) in [vec![0.3], vec![0.6], vec![0.45], vec![0.95]].into_iter().enumerate() {
+    for (i, x) in [vec![0.3], vec![0.6], vec![0.45], vec![0.95]]
+        .into_iter()
+        .enumerate()
+    {
         let got = cmm.bounds(&[x.clone()]).unwrap();
         if i < 2 {
             // The case this test is about: the optimum is the limit a → 0.
@@ -323,10 +334,26 @@ fn repeated_points_give_valid_bounds_at_the_boundary_a_to_zero() {
         let upper = socp(&kernel, &xs, &ys, &x, radius, b, 1.0);
         let lower = socp(&kernel, &xs, &ys, &x, radius, b, -1.0);
         let scale = upper.abs().max(lower.abs());
-        assert!(got.ucb[0] >= upper - 1e-7 * scale, "{x:?}: {} < {upper}", got.ucb[0]);
-        assert!(got.lcb[0] <= lower + 1e-7 * scale, "{x:?}: {} > {lower}", got.lcb[0]);
-        assert!((got.ucb[0] - upper).abs() <= 1e-5 * scale, "{x:?}: {} vs {upper}", got.ucb[0]);
-        assert!((got.lcb[0] - lower).abs() <= 1e-5 * scale, "{x:?}: {} vs {lower}", got.lcb[0]);
+        assert!(
+            got.ucb[0] >= upper - 1e-7 * scale,
+            "{x:?}: {} < {upper}",
+            got.ucb[0]
+        );
+        assert!(
+            got.lcb[0] <= lower + 1e-7 * scale,
+            "{x:?}: {} > {lower}",
+            got.lcb[0]
+        );
+        assert!(
+            (got.ucb[0] - upper).abs() <= 1e-5 * scale,
+            "{x:?}: {} vs {upper}",
+            got.ucb[0]
+        );
+        assert!(
+            (got.lcb[0] - lower).abs() <= 1e-5 * scale,
+            "{x:?}: {} vs {lower}",
+            got.lcb[0]
+        );
     }
 }
 

@@ -34,8 +34,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par, Spec};
 
 use super::{
-    BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest,
-    forward_posterior,
+    BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest, forward_posterior,
 };
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
@@ -216,7 +215,11 @@ struct Objective<'a> {
 
 impl<'a> Objective<'a> {
     fn new(spectrum: &'a Spectrum, p: &[f64], prior: f64, radius_sq: f64, norm_sq: f64) -> Self {
-        let pb: Vec<f64> = p.iter().zip(&spectrum.targets).map(|(p, b)| p * b).collect();
+        let pb: Vec<f64> = p
+            .iter()
+            .zip(&spectrum.targets)
+            .map(|(p, b)| p * b)
+            .collect();
         let w: Vec<f64> = p
             .iter()
             .zip(&spectrum.values)

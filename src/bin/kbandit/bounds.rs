@@ -55,6 +55,7 @@ enum BoundName {
     Igp,
     Amm,
     Dmm,
+    Cmm,
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
@@ -92,6 +93,7 @@ fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn Confidenc
         BoundName::Igp => Box::new(Igp::new(kernel, params)?),
         BoundName::Amm => Box::new(Amm::new(kernel, params)?),
         BoundName::Dmm => Box::new(Dmm::new(kernel, params)?),
+        BoundName::Cmm => Box::new(Cmm::new(kernel, params)?),
     })
 }
 
