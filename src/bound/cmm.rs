@@ -306,10 +306,8 @@ impl<'a> Objective<'a> {
     /// min over a of the objective, and where it is attained.
     fn minimise(&self, a0: f64) -> (f64, Optimum) {
         let mut best = (self.at_infinity(), Optimum::Infinity);
-        if let Some(v) = self.at_zero() {
-            if v < best.0 {
-                best = (v, Optimum::Zero);
-            }
+        if let Some(v) = self.at_zero().filter(|&v| v < best.0) {
+            best = (v, Optimum::Zero);
         }
         // ln a on the scan: two per decade over [1e-8, 1e8]·a0, plus DMM's grid.
         let mut logs: Vec<f64> = (-16..=16)
@@ -591,9 +589,9 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
             lcb: Vec::with_capacity(m),
             ucb: Vec::with_capacity(m),
         };
-        for j in 0..m {
+        for (j, &prior) in prior.iter().enumerate() {
             let p: Vec<f64> = projections.col(j).iter().copied().collect();
-            let mut objective = self.objective(&spectrum, &p, prior[j]);
+            let mut objective = self.objective(&spectrum, &p, prior);
             bounds.mean.push(objective.sums(a0).0);
             bounds.ucb.push(objective.minimise(a0).0);
             objective.sign = -1.0;
