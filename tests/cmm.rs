@@ -283,7 +283,7 @@ fn the_certificate_closes_the_duality_gap() {
                 cert.gap().unwrap(),
                 cert.regulariser
             );
-            let ucb = cmm.bounds(&[x.clone()]).unwrap().ucb[0];
+            let ucb = cmm.bounds(std::slice::from_ref(x)).unwrap().ucb[0];
             assert_eq!(ucb, cert.upper);
         }
     }
@@ -326,7 +326,7 @@ fn repeated_points_give_valid_bounds_at_the_boundary_a_to_zero() {
         .into_iter()
         .enumerate()
     {
-        let got = cmm.bounds(&[x.clone()]).unwrap();
+        let got = cmm.bounds(std::slice::from_ref(&x)).unwrap();
         if i < 2 {
             // The case this test is about: the optimum is the limit a → 0.
             assert_eq!(cmm.certificate(&x).unwrap().regulariser, 0.0, "{x:?}");
