@@ -409,7 +409,7 @@ impl<'a> Objective<'a> {
         for _ in 0..8 {
             let next = s + direction * step;
             let next_value = self.value(next.exp());
-            if !(next_value < v) {
+            if next_value.partial_cmp(&v) != Some(std::cmp::Ordering::Less) {
                 return next;
             }
             (s, v) = (next, next_value);
