@@ -388,3 +388,39 @@ proptest! {
         }
     }
 }
+
+/// Timing for comparison (not a check): one clarabel SOCP (the paper's approach, one per arm)
+/// against one CMM-UCB evaluation of 100 arms, at several t. Run with
+/// `cargo test --release --test cmm -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn socp_timing() {
+    let kernel = Matern::new(2.5, 0.5).unwrap();
+    for t in [100, 200, 500, 1000] {
+        let data = instance(&kernel, 7, t, 3, 0.1, 10.0, false);
+        let params = BoundParams::new().sigma(0.1).norm_bound(10.0).scale(0.15);
+        let mut cmm = Cmm::new(kernel, params).unwrap();
+        for (x, &y) in data.xs.iter().zip(&data.y) {
+            cmm.observe(x, y).unwrap();
+        }
+        let gram = DMatrix::from_fn(t, t, |i, j| kernel.eval(&data.xs[i], &data.xs[j]));
+        let radius =
+            radius_sq(&gram, &DVector::from_vec(data.y.clone()), 0.1, 0.15, 0.01).sqrt();
+        let start = std::time::Instant::now();
+        let reference = socp(&kernel, &data.xs, &data.y, &data.queries[0], radius, 10.0, 1.0);
+        let socp_time = start.elapsed().as_secs_f64();
+        let mut rng = ChaCha8Rng::seed_from_u64(t as u64);
+        let arms: Vec<[f64; 3]> = (0..100)
+            .map(|_| [rng.random(), rng.random(), rng.random()])
+            .collect();
+        let start = std::time::Instant::now();
+        let _ = cmm.bounds(&arms).unwrap();
+        let cmm_time = start.elapsed().as_secs_f64();
+        let ucb = cmm.bounds(std::slice::from_ref(&data.queries[0])).unwrap().ucb[0];
+        eprintln!(
+            "t = {t}: clarabel {:.3} s per arm; CMM (eigendecomposition + UCB and LCB of 100 arms) {:.1} ms; UCB {ucb:.9} vs {reference:.9}",
+            socp_time,
+            cmm_time * 1e3
+        );
+    }
+}
