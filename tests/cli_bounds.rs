@@ -237,17 +237,31 @@ fn cmm_nests_inside_dmm_and_amm() {
     let dir = scratch_dir("cmm");
     let data = write(&dir, "obs.csv", OBSERVATIONS);
     let query = write(&dir, "points.csv", QUERIES);
-    let extra = ["--lengthscale", "0.4", "--sigma", "0.2", "--norm-bound", "3"];
+    let extra = [
+        "--lengthscale",
+        "0.4",
+        "--sigma",
+        "0.2",
+        "--norm-bound",
+        "3",
+    ];
     let run = |bound: &str| {
         let out = bounds(&data, &query, "matern32", bound, &extra);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         parse_output(&out.stdout)
     };
     let (cmm, dmm, amm) = (run("cmm"), run("dmm"), run("amm"));
     assert_eq!(cmm.len(), 3);
     for j in 0..3 {
         let tol = 1e-9 * (1.0 + amm[j][2].abs());
-        assert!((cmm[j][0] - amm[j][0]).abs() <= tol, "mean {cmm:?} vs {amm:?}");
+        assert!(
+            (cmm[j][0] - amm[j][0]).abs() <= tol,
+            "mean {cmm:?} vs {amm:?}"
+        );
         assert!(cmm[j][2] <= dmm[j][2] + tol && dmm[j][2] <= amm[j][2] + tol);
         assert!(cmm[j][1] >= dmm[j][1] - tol && dmm[j][1] >= amm[j][1] - tol);
         assert!(cmm[j][1] <= cmm[j][2]);

@@ -27,16 +27,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use faer::dyn_stack::{MemBuffer, MemStack};
-use faer::linalg::evd::{
-    ComputeEigenvectors, SelfAdjointEvdParams, self_adjoint_evd, self_adjoint_evd_scratch,
-};
 use faer::linalg::matmul::matmul;
-use faer::{Accum, Mat, MatRef, Par, Spec};
+use faer::{Accum, Mat, MatRef, Par};
 
-use super::{
-    BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest, forward_posterior,
-};
+use super::eigen::Eigen;
+use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::points::{Points, check_point};
@@ -47,9 +42,12 @@ use crate::posterior::ExactPosterior;
 /// a0 = σ²/c, computed through its one-dimensional dual (see the module documentation for the
 /// method and its numerics).
 ///
-/// Cost: one symmetric eigendecomposition of K_t (O(t³)) per change of the data, done at the
-/// first query after it; per query point one projection onto the eigenvectors (O(t²), batched
-/// as a matrix product) and about a hundred O(t) evaluations of U_a. The reported mean is
+/// Cost: the eigendecomposition of K_t, at the first query after a change of the data. After
+/// one appended observation it is a bordered update of the previous one (deflation, a
+/// secular equation and one matrix product over the non-deflated eigenvectors; Gu & Eisenstat
+/// 1995), with a full O(t³) decomposition every 100 updates and after truncations below the
+/// cached length. Per query point: one projection onto the eigenvectors (O(t²), batched as a
+/// matrix product) and about fifty O(t) evaluations of U_a. The reported mean is
 /// μ_{a0}. [`Cmm::certificate`] returns, for one point, the minimising a and a function in the
 /// confidence set, so that the duality gap can be checked.
 ///
@@ -75,8 +73,11 @@ use crate::posterior::ExactPosterior;
 pub struct Cmm<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
-    /// The eigendecomposition of K_t for the posterior's current generation, once queried.
-    spectrum: Mutex<Option<Arc<Spectrum>>>,
+    /// Eigendecompositions of the kernel matrix of the first `len` observations, for the
+    /// current length and (after a bordered update) its parent: valid as long as no truncation
+    /// goes below their length, which [`ConfidenceBound::truncate`] enforces. Keeping the parent
+    /// makes a query–update–truncate cycle (trying a point, then forgetting it) cheap too.
+    spectrum: Mutex<Vec<Arc<Spectrum>>>,
 }
 
 impl<K: Clone> Clone for Cmm<K> {
@@ -84,7 +85,7 @@ impl<K: Clone> Clone for Cmm<K> {
         Self {
             posterior: self.posterior.clone(),
             params: self.params,
-            spectrum: Mutex::new(None),
+            spectrum: Mutex::new(Vec::new()),
         }
     }
 }
@@ -92,53 +93,47 @@ impl<K: Clone> Clone for Cmm<K> {
 /// K_t = U diag(λ) Uᵀ split into its numerical range and null space.
 #[derive(Debug)]
 struct Spectrum {
-    generation: u64,
+    /// Number of observations covered.
+    len: usize,
+    /// The full decomposition (kept for the next bordered update).
+    eigen: Eigen,
+    /// Index of the first eigenvalue above the rounding threshold (ascending order: the null
+    /// space comes first).
+    first: usize,
+    /// Bordered updates since the last full decomposition.
+    updates: usize,
     /// The eigenvalues above the rounding threshold, ascending.
     values: Vec<f64>,
-    /// Their eigenvectors, t × r.
-    vectors: Mat<f64>,
     /// b = Uᵀy on the range.
     targets: Vec<f64>,
     /// ‖b_N‖²: the energy of y in the null space.
     null_energy: f64,
 }
 
+/// Bordered updates between two full decompositions, which bound any drift of the updates.
+const REFRESH_EVERY: usize = 100;
+
 impl Spectrum {
-    fn new<K: Kernel>(posterior: &ExactPosterior<K>) -> Result<Self> {
+    /// The decomposition for the posterior's current data: by a bordered update of `parent`
+    /// (a valid decomposition of the first t − 1 observations) if given, else from scratch.
+    fn new<K: Kernel>(posterior: &ExactPosterior<K>, parent: Option<&Spectrum>) -> Result<Self> {
         let t = posterior.len();
-        let generation = posterior.generation();
-        if t == 0 {
-            return Ok(Self {
-                generation,
-                values: Vec::new(),
-                vectors: Mat::zeros(0, 0),
-                targets: Vec::new(),
-                null_energy: 0.0,
-            });
-        }
-        let gram = posterior.kernel_matrix();
-        let gram = MatRef::from_column_major_slice(gram.as_slice(), t, t);
-        let params: Spec<SelfAdjointEvdParams, f64> = Default::default();
-        let mut values = faer::diag::Diag::<f64>::zeros(t);
-        let mut vectors = Mat::<f64>::zeros(t, t);
-        let mut scratch = MemBuffer::new(self_adjoint_evd_scratch::<f64>(
-            t,
-            ComputeEigenvectors::Yes,
-            Par::Seq,
-            params,
-        ));
-        self_adjoint_evd(
-            gram,
-            values.as_mut(),
-            Some(vectors.as_mut()),
-            Par::Seq,
-            MemStack::new(&mut scratch),
-            params,
-        )
-        .map_err(|_| Error::NonFinite {
-            what: "eigendecomposition of the kernel matrix (no convergence)".into(),
-        })?;
-        let values: Vec<f64> = values.column_vector().iter().copied().collect();
+        let (eigen, updates) = match parent {
+            Some(p) if t > 0 && p.len + 1 == t && p.updates < REFRESH_EVERY => {
+                let x = posterior.input(t - 1);
+                let kernel = posterior.kernel();
+                let k: Vec<f64> = (0..t - 1)
+                    .map(|i| kernel.eval(posterior.input(i), x))
+                    .collect();
+                (p.eigen.bordered(&k, kernel.eval_diag(x)), p.updates + 1)
+            }
+            _ => {
+                let gram = posterior.kernel_matrix();
+                let gram = MatRef::from_column_major_slice(gram.as_slice(), t, t);
+                (Eigen::full(gram)?, 0)
+            }
+        };
+        let values = &eigen.values;
         if values.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
                 what: "eigenvalue of the kernel matrix".into(),
@@ -146,37 +141,41 @@ impl Spectrum {
         }
         let largest = values.iter().copied().fold(0.0, f64::max);
         let threshold = t as f64 * f64::EPSILON * largest;
-        // Ascending order: the null space comes first.
         let first = values.iter().position(|&v| v > threshold).unwrap_or(t);
-        let y = MatRef::from_column_major_slice(posterior.targets(), t, 1);
-        let mut rotated = Mat::<f64>::zeros(t, 1);
-        matmul(
-            rotated.as_mut(),
-            Accum::Replace,
-            vectors.transpose(),
-            y,
-            1.0,
-            Par::Seq,
-        );
-        let rotated: Vec<f64> = rotated.col(0).iter().copied().collect();
+        let mut rotated = vec![0.0; t];
+        if t > 0 {
+            let y = MatRef::from_column_major_slice(posterior.targets(), t, 1);
+            let mut out = Mat::<f64>::zeros(t, 1);
+            matmul(
+                out.as_mut(),
+                Accum::Replace,
+                eigen.vectors.transpose(),
+                y,
+                1.0,
+                Par::Seq,
+            );
+            rotated = out.col(0).iter().copied().collect();
+        }
         Ok(Self {
-            generation,
+            len: t,
             values: values[first..].to_vec(),
-            vectors: vectors.subcols(first, t - first).to_owned(),
             targets: rotated[first..].to_vec(),
             null_energy: rotated[..first].iter().map(|b| b * b).sum(),
+            first,
+            updates,
+            eigen,
         })
     }
 
     /// p = U_rᵀk_t(q_j) for every point: r × m, column j for point j.
     fn project(&self, cross: &[f64], m: usize) -> Mat<f64> {
-        let (t, r) = (self.vectors.nrows(), self.values.len());
+        let (t, r) = (self.eigen.vectors.nrows(), self.values.len());
         let mut out = Mat::<f64>::zeros(r, m);
         if r > 0 && m > 0 {
             matmul(
                 out.as_mut(),
                 Accum::Replace,
-                self.vectors.transpose(),
+                self.eigen.vectors.subcols(self.first, r).transpose(),
                 MatRef::from_row_major_slice(cross, t, m),
                 1.0,
                 Par::Seq,
@@ -257,9 +256,8 @@ impl pulp::WithSimd for Sums<'_> {
             s[0] += self.w[j] * inv;
             q[0] += self.targets[j] * self.targets[j] * inv;
         }
-        let total = |v: [f64; LANES]| {
-            ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]))
-        };
+        let total =
+            |v: [f64; LANES]| ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
         (total(mu), total(s), total(q))
     }
 }
@@ -548,7 +546,7 @@ impl<K: Kernel> Cmm<K> {
         Ok(Self {
             posterior: ExactPosterior::new(kernel, &[params.mixture_regulariser()])?,
             params,
-            spectrum: Mutex::new(None),
+            spectrum: Mutex::new(Vec::new()),
         })
     }
 
@@ -571,18 +569,22 @@ impl<K: Kernel> Cmm<K> {
             + 2.0 * sigma_sq * p.log_inv_delta()
     }
 
-    /// The eigendecomposition for the current data, computed at most once per change.
+    /// The eigendecomposition for the current data: cached, or a bordered update of the cached
+    /// one for one observation less, or computed from scratch.
     fn spectrum(&self) -> Result<Arc<Spectrum>> {
         let mut cache = self
             .spectrum
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let generation = self.posterior.generation();
-        if let Some(spectrum) = cache.as_ref().filter(|s| s.generation == generation) {
+        let t = self.posterior.len();
+        if let Some(spectrum) = cache.iter().find(|s| s.len == t) {
             return Ok(Arc::clone(spectrum));
         }
-        let spectrum = Arc::new(Spectrum::new(&self.posterior)?);
-        *cache = Some(Arc::clone(&spectrum));
+        let parent = cache.iter().find(|s| s.len + 1 == t).cloned();
+        let spectrum = Arc::new(Spectrum::new(&self.posterior, parent.as_deref())?);
+        cache.clear();
+        cache.extend(parent);
+        cache.push(Arc::clone(&spectrum));
         Ok(spectrum)
     }
 
@@ -729,5 +731,24 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         argmax_lowest(&ucb)
     }
 
-    forward_posterior!();
+    fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
+        self.posterior.observe(x, y)
+    }
+
+    fn len(&self) -> usize {
+        self.posterior.len()
+    }
+
+    fn dim(&self) -> Option<usize> {
+        self.posterior.dim()
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.posterior.truncate(len);
+        let cache = self
+            .spectrum
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cache.retain(|s| s.len <= len);
+    }
 }

@@ -15,6 +15,7 @@ mod amm;
 mod ay;
 mod cmm;
 mod dmm;
+mod eigen;
 mod igp;
 mod mixture;
 mod params;

@@ -1,0 +1,374 @@
+//! The symmetric eigendecomposition of a growing kernel matrix, updated in place of a full
+//! recomputation when one row and column are appended (CMM-UCB's per-update cost).
+//!
+//! With K_t = U diag(λ) Uᵀ and the new column k, κ = k(x, x), the bordered matrix is
+//! K_{t+1} = diag(U, 1) A diag(U, 1)ᵀ with the arrowhead A = [[diag(λ), z], [zᵀ, κ]], z = Uᵀk.
+//! A's eigenvalues are the roots of the secular equation g(ω) = κ − ω − Σ zᵢ²/(λᵢ − ω) = 0,
+//! one below λ₁, one between each pair of consecutive poles and one above the last. The update
+//! follows Gu & Eisenstat (1995): deflation (an eigenpair is kept when |zᵢ| is at rounding
+//! level, and two close poles are merged by a Givens rotation first), each root found relative
+//! to its nearest pole (so that ω − λᵢ keeps full relative accuracy), then z recomputed from the
+//! roots by Löwner's formula, so that the eigenvectors [ẑᵢ/(ω − λᵢ); 1] are orthogonal to
+//! working accuracy. The new eigenvectors are diag(U, 1) times A's: one matrix product over the
+//! non-deflated columns only.
+
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::evd::{
+    ComputeEigenvectors, SelfAdjointEvdParams, self_adjoint_evd, self_adjoint_evd_scratch,
+};
+use faer::linalg::matmul::matmul;
+use faer::{Accum, Mat, MatRef, Par, Spec};
+
+use crate::error::{Error, Result};
+
+/// K = U diag(λ) Uᵀ, eigenvalues ascending.
+#[derive(Debug, Clone)]
+pub(crate) struct Eigen {
+    pub values: Vec<f64>,
+    /// t × t, column i the eigenvector of `values[i]`.
+    pub vectors: Mat<f64>,
+}
+
+impl Eigen {
+    /// The decomposition of the symmetric `matrix` (only its lower triangle is read).
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] if the iteration does not converge or a value is not finite.
+    pub fn full(matrix: MatRef<'_, f64>) -> Result<Self> {
+        let t = matrix.nrows();
+        let params: Spec<SelfAdjointEvdParams, f64> = Default::default();
+        let mut values = faer::diag::Diag::<f64>::zeros(t);
+        let mut vectors = Mat::<f64>::zeros(t, t);
+        let mut scratch = MemBuffer::new(self_adjoint_evd_scratch::<f64>(
+            t,
+            ComputeEigenvectors::Yes,
+            Par::Seq,
+            params,
+        ));
+        self_adjoint_evd(
+            matrix,
+            values.as_mut(),
+            Some(vectors.as_mut()),
+            Par::Seq,
+            MemStack::new(&mut scratch),
+            params,
+        )
+        .map_err(|_| Error::NonFinite {
+            what: "eigendecomposition of the kernel matrix (no convergence)".into(),
+        })?;
+        let values: Vec<f64> = values.column_vector().iter().copied().collect();
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "eigenvalue of the kernel matrix".into(),
+            });
+        }
+        Ok(Self { values, vectors })
+    }
+
+    /// The decomposition of [[K, k], [kᵀ, κ]], given this one of K.
+    pub fn bordered(&self, k: &[f64], kappa: f64) -> Self {
+        let t = self.values.len();
+        debug_assert_eq!(k.len(), t);
+        let mut u = self.vectors.clone();
+        // z = Uᵀk.
+        let mut z = vec![0.0; t];
+        {
+            let mut out = Mat::<f64>::zeros(t, 1);
+            matmul(
+                out.as_mut(),
+                Accum::Replace,
+                u.transpose(),
+                MatRef::from_column_major_slice(k, t, 1),
+                1.0,
+                Par::Seq,
+            );
+            for (zi, v) in z.iter_mut().zip(out.col(0).iter()) {
+                *zi = *v;
+            }
+        }
+        let d = &self.values;
+        let scale = d
+            .iter()
+            .map(|v| v.abs())
+            .fold(kappa.abs(), f64::max)
+            .max(z.iter().map(|v| v.abs()).fold(0.0, f64::max));
+        let tol = 8.0 * f64::EPSILON * scale;
+
+        // Merge poles closer than tol: rotate z's weight onto one of them (Givens on U's
+        // columns); the other becomes an exact eigenpair.
+        let mut deflated = vec![false; t];
+        let mut last: Option<usize> = None;
+        for i in 0..t {
+            if z[i].abs() <= tol {
+                deflated[i] = true;
+                continue;
+            }
+            if let Some(j) = last {
+                let r = z[i].hypot(z[j]);
+                let (c, s) = (z[j] / r, z[i] / r);
+                // After the rotation the off-diagonal term is (d_i − d_j)·c·s.
+                if ((d[i] - d[j]) * c * s).abs() <= tol {
+                    for row in 0..t {
+                        let (a, b) = (u[(row, j)], u[(row, i)]);
+                        u[(row, j)] = c * a + s * b;
+                        u[(row, i)] = -s * a + c * b;
+                    }
+                    z[j] = r;
+                    z[i] = 0.0;
+                    deflated[i] = true;
+                    continue;
+                }
+            }
+            last = Some(i);
+        }
+        let active: Vec<usize> = (0..t).filter(|&i| !deflated[i]).collect();
+        let n = active.len();
+        let poles: Vec<f64> = active.iter().map(|&i| d[i]).collect();
+        let weights: Vec<f64> = active.iter().map(|&i| z[i]).collect();
+        let z_norm_sq: f64 = weights.iter().map(|w| w * w).sum();
+
+        // The n + 1 roots, each as (origin pole index, offset): ω = poles[origin] + offset.
+        let roots: Vec<(usize, f64)> = (0..=n)
+            .map(|j| secular_root(&poles, &weights, kappa, j, z_norm_sq))
+            .collect();
+        // ω_j − poles[i], accurately.
+        let gap = |j: usize, i: usize| -> f64 {
+            let (origin, offset) = roots[j];
+            if n == 0 {
+                return offset - poles[i];
+            }
+            (poles[origin] - poles[i]) + offset
+        };
+        // Löwner: ẑ_i² = −Π_j (ω_j − d_i) / Π_{k≠i} (d_k − d_i), keeping z's signs.
+        let mut z_hat = vec![0.0; n];
+        for i in 0..n {
+            // The unpaired factors −(ω_0 − d_i)(ω_{i+1} − d_i) > 0; each other ω_{k+1} is
+            // paired with d_k, a positive ratio.
+            let mut product = -gap(0, i) * gap(i + 1, i);
+            for k in 0..n {
+                if k != i {
+                    product *= gap(k + 1, i) / (poles[k] - poles[i]);
+                }
+            }
+            z_hat[i] = product.max(0.0).sqrt().copysign(weights[i]);
+        }
+        // A's eigenvectors (n + 1 of them), normalised: [ẑ_i/(ω_j − d_i); 1]/norm.
+        let mut small = Mat::<f64>::zeros(n + 1, n + 1);
+        let mut values = Vec::with_capacity(t + 1);
+        for j in 0..=n {
+            let mut norm_sq = 1.0;
+            for i in 0..n {
+                let v = z_hat[i] / gap(j, i);
+                small[(i, j)] = v;
+                norm_sq += v * v;
+            }
+            small[(n, j)] = 1.0;
+            let inv = 1.0 / norm_sq.sqrt();
+            for i in 0..=n {
+                small[(i, j)] *= inv;
+            }
+            let (origin, offset) = roots[j];
+            values.push(if n == 0 {
+                offset
+            } else {
+                poles[origin] + offset
+            });
+        }
+        // New vectors: the active columns of diag(U, 1) times `small`, plus the deflated ones.
+        let mut active_u = Mat::<f64>::zeros(t + 1, n + 1);
+        for (c, &i) in active.iter().enumerate() {
+            for row in 0..t {
+                active_u[(row, c)] = u[(row, i)];
+            }
+        }
+        active_u[(t, n)] = 1.0;
+        let mut rotated = Mat::<f64>::zeros(t + 1, n + 1);
+        matmul(
+            rotated.as_mut(),
+            Accum::Replace,
+            active_u.as_ref(),
+            small.as_ref(),
+            1.0,
+            Par::Seq,
+        );
+        // Assemble and sort ascending.
+        let mut columns: Vec<(f64, usize, bool)> = (0..=n).map(|j| (values[j], j, true)).collect();
+        columns.extend((0..t).filter(|&i| deflated[i]).map(|i| (d[i], i, false)));
+        columns.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut vectors = Mat::<f64>::zeros(t + 1, t + 1);
+        for (c, &(_, source, new)) in columns.iter().enumerate() {
+            if new {
+                vectors.col_mut(c).copy_from(rotated.col(source));
+            } else {
+                for row in 0..t {
+                    vectors[(row, c)] = u[(row, source)];
+                }
+            }
+        }
+        Self {
+            values: columns.iter().map(|c| c.0).collect(),
+            vectors,
+        }
+    }
+}
+
+/// Root `j` (0 ≤ j ≤ n) of g(ω) = κ − ω − Σ wᵢ²/(dᵢ − ω), with ascending distinct poles d and
+/// non-zero weights w: root 0 lies below d₀, root j in (d_{j−1}, d_j), root n above d_{n−1}.
+/// Returned as (origin, offset) with ω = d_origin + offset and origin the nearer pole, so that
+/// ω − dᵢ = (d_origin − dᵢ) + offset is accurate. With no pole (n = 0) the root is κ itself,
+/// returned as (0, κ).
+fn secular_root(d: &[f64], w: &[f64], kappa: f64, j: usize, w_norm_sq: f64) -> (usize, f64) {
+    let n = d.len();
+    if n == 0 {
+        return (0, kappa);
+    }
+    // Bracket [lo, hi] for ω, then the origin pole and offsets relative to it.
+    let spread = w_norm_sq.sqrt() + (kappa - d[0]).abs().max((kappa - d[n - 1]).abs());
+    let (lo, hi) = match j {
+        0 => (d[0] - spread - 1.0, d[0]),
+        _ if j == n => (d[n - 1], d[n - 1] + spread + 1.0),
+        _ => (d[j - 1], d[j]),
+    };
+    // g at an offset from pole `o`: every difference dᵢ − ω = (dᵢ − d_o) − offset.
+    let g = |o: usize, offset: f64| -> (f64, f64) {
+        let (sum, slope) = pulp::Arch::new().dispatch(SecularSums {
+            d,
+            w,
+            origin: d[o],
+            offset,
+        });
+        (kappa - (d[o] + offset) - sum, -1.0 - slope)
+    };
+    // Choose the origin: the pole nearer the root, judged by g's sign at the midpoint (g is
+    // decreasing between poles).
+    let origin = if j == 0 {
+        0
+    } else if j == n {
+        n - 1
+    } else {
+        let middle = 0.5 * (d[j] - d[j - 1]);
+        if g(j - 1, middle).0 > 0.0 { j } else { j - 1 }
+    };
+    let (mut a, mut b) = (lo - d[origin], hi - d[origin]);
+    // Safeguarded Newton on the offset; g is decreasing on the bracket.
+    let mut x = 0.5 * (a + b);
+    for _ in 0..200 {
+        let (value, slope) = g(origin, x);
+        if value == 0.0 {
+            break;
+        }
+        if value > 0.0 {
+            a = x;
+        } else {
+            b = x;
+        }
+        let newton = x - value / slope;
+        let next = if newton > a && newton < b {
+            newton
+        } else {
+            0.5 * (a + b)
+        };
+        if (next - x).abs() <= 2.0 * f64::EPSILON * next.abs().max(f64::MIN_POSITIVE)
+            || b - a <= 2.0 * f64::EPSILON * a.abs().max(b.abs())
+        {
+            x = next;
+            break;
+        }
+        x = next;
+    }
+    (origin, x)
+}
+
+/// Σ wᵢ²/(dᵢ − ω) and Σ wᵢ²/(dᵢ − ω)² at ω = origin + offset, with dᵢ − ω formed as
+/// (dᵢ − origin) − offset; eight partial sums, in `pulp`'s SIMD dispatch (the root finder's
+/// inner loop).
+struct SecularSums<'a> {
+    d: &'a [f64],
+    w: &'a [f64],
+    origin: f64,
+    offset: f64,
+}
+
+impl pulp::WithSimd for SecularSums<'_> {
+    type Output = (f64, f64);
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> Self::Output {
+        const LANES: usize = 8;
+        let mut sum = [0.0; LANES];
+        let mut slope = [0.0; LANES];
+        for (d, w) in self.d.chunks_exact(LANES).zip(self.w.chunks_exact(LANES)) {
+            for k in 0..LANES {
+                let ratio = w[k] / ((d[k] - self.origin) - self.offset);
+                sum[k] += w[k] * ratio;
+                slope[k] += ratio * ratio;
+            }
+        }
+        let full = self.d.len() - self.d.len() % LANES;
+        for i in full..self.d.len() {
+            let ratio = self.w[i] / ((self.d[i] - self.origin) - self.offset);
+            sum[0] += self.w[i] * ratio;
+            slope[0] += ratio * ratio;
+        }
+        let total =
+            |v: [f64; LANES]| ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+        (total(sum), total(slope))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gram(points: &[f64]) -> Mat<f64> {
+        let t = points.len();
+        Mat::from_fn(t, t, |i, j| {
+            let r = points[i] - points[j];
+            (-r * r / 0.1).exp()
+        })
+    }
+
+    /// Appending one point at a time, the updated decomposition reconstructs the matrix and
+    /// its eigenvalues match a full decomposition, including repeated points (a singular K).
+    #[test]
+    fn bordered_updates_match_full_decompositions() {
+        let mut points: Vec<f64> = Vec::new();
+        let mut eigen = Eigen::full(gram(&[]).as_ref()).unwrap();
+        for i in 0..120 {
+            let x = if i % 7 == 3 {
+                points[i / 2]
+            } else {
+                (i as f64 * 0.618).fract()
+            };
+            let k: Vec<f64> = points
+                .iter()
+                .map(|p| (-(p - x) * (p - x) / 0.1).exp())
+                .collect();
+            eigen = eigen.bordered(&k, 1.0);
+            points.push(x);
+            let t = points.len();
+            let full = Eigen::full(gram(&points).as_ref()).unwrap();
+            let scale = full.values[t - 1].abs();
+            for (a, b) in eigen.values.iter().zip(&full.values) {
+                assert!((a - b).abs() <= 1e-11 * scale, "t = {t}: {a} vs {b}");
+            }
+            // U diag(λ) Uᵀ = K and UᵀU = I.
+            let u = &eigen.vectors;
+            let lambda =
+                faer::Mat::from_fn(t, t, |i, j| if i == j { eigen.values[i] } else { 0.0 });
+            let rebuilt = u * &lambda * u.transpose();
+            let k = gram(&points);
+            let ortho = u.transpose() * u;
+            for r in 0..t {
+                for c in 0..t {
+                    assert!(
+                        (rebuilt[(r, c)] - k[(r, c)]).abs() <= 1e-10 * scale,
+                        "t = {t}"
+                    );
+                    let identity = if r == c { 1.0 } else { 0.0 };
+                    assert!((ortho[(r, c)] - identity).abs() <= 1e-10, "t = {t}");
+                }
+            }
+        }
+    }
+}
