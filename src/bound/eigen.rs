@@ -36,6 +36,13 @@ impl Eigen {
     /// [`Error::NonFinite`] if the iteration does not converge or a value is not finite.
     pub fn full(matrix: MatRef<'_, f64>) -> Result<Self> {
         let t = matrix.nrows();
+        if t == 0 {
+            // (faer's scratch-size computation does not take n = 0.)
+            return Ok(Self {
+                values: Vec::new(),
+                vectors: Mat::zeros(0, 0),
+            });
+        }
         let params: Spec<SelfAdjointEvdParams, f64> = Default::default();
         let mut values = faer::diag::Diag::<f64>::zeros(t);
         let mut vectors = Mat::<f64>::zeros(t, t);
