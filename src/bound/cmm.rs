@@ -31,7 +31,9 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
 
 use super::eigen::Eigen;
-use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest};
+use super::{
+    BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest, forward_posterior,
+};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::points::{Points, check_point};
@@ -731,18 +733,9 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         argmax_lowest(&ucb)
     }
 
-    fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
-        self.posterior.observe(x, y)
-    }
+    forward_posterior!(without truncate);
 
-    fn len(&self) -> usize {
-        self.posterior.len()
-    }
-
-    fn dim(&self) -> Option<usize> {
-        self.posterior.dim()
-    }
-
+    /// Forgets the newer observations, and the decompositions that covered them.
     fn truncate(&mut self, len: usize) {
         self.posterior.truncate(len);
         let cache = self

@@ -210,9 +210,16 @@ macro_rules! forward_bound {
 }
 forward_bound!(Box<B>, &mut B);
 
-/// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field.
+/// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field;
+/// `forward_posterior!(without truncate)` leaves `truncate` to the bound (for cached state).
 macro_rules! forward_posterior {
     () => {
+        forward_posterior!(without truncate);
+        fn truncate(&mut self, len: usize) {
+            self.posterior.truncate(len)
+        }
+    };
+    (without truncate) => {
         fn observe(&mut self, x: &[f64], y: f64) -> $crate::error::Result<()> {
             self.posterior.observe(x, y)
         }
@@ -221,9 +228,6 @@ macro_rules! forward_posterior {
         }
         fn dim(&self) -> Option<usize> {
             self.posterior.dim()
-        }
-        fn truncate(&mut self, len: usize) {
-            self.posterior.truncate(len)
         }
     };
 }
