@@ -1,7 +1,9 @@
 //! The types most programs need: `use kernel_bandits::prelude::*;`.
 
 pub use crate::agent::{BanditAgent, RandomAgent, UcbAgent};
-pub use crate::bound::{Amm, Ay, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, Igp};
+pub use crate::bound::{
+    Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb, SketchParams,
+};
 pub use crate::env::{SyntheticConfig, SyntheticProblem};
 pub use crate::error::{Error, Result};
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};

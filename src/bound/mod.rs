@@ -7,24 +7,35 @@
 //! | AMM-UCB | [`Amm`] | 001 Cor. 4.6, Lemma C.2 | √((σ² ld_{a0} + a0 B² + 2σ² ln 1/δ)/a0) |
 //! | DMM-UCB | [`Dmm`] | 001 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
 //! | CMM-UCB | [`Cmm`] | 001 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
+//! | K-UCB | [`KUcb`] | 002/003 baseline | fixed β on σ = ρ_λ/√λ |
+//! | BKB | [`Bkb`] | 002 Alg. 1, Thm 2 (SPEC §4) | β̃ on the sketched σ̃, dictionary resampled each step |
+//! | EK-UCB | [`EkUcb`] | 003 Alg. 2, Prop. 4.2, Lemma 4.1 (SPEC §5) | β̃ on σ̃, dictionary grown by KORS |
 //!
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
 //! of points, the mean, the lower and the upper confidence bound.
 
 mod amm;
 mod ay;
+mod bkb;
 mod cmm;
 mod dmm;
 mod eigen;
+mod ek_ucb;
 mod igp;
+mod k_ucb;
 mod mixture;
 mod params;
+mod sketch;
 
 pub use amm::Amm;
 pub use ay::Ay;
 pub use cmm::{Certificate, Cmm};
 pub use dmm::{DMM_GRID, Dmm};
+pub use bkb::Bkb;
+pub use ek_ucb::EkUcb;
 pub use igp::Igp;
+pub use k_ucb::KUcb;
+pub use sketch::SketchParams;
 pub use params::{BoundParams, CheckedParams, paper_scale};
 
 use crate::error::{Error, Result};

@@ -2,11 +2,14 @@
 //!
 //! [`ExactPosterior`] keeps the exact posterior of SPEC §0 for several regularisers over one
 //! store of observations, each regulariser with a [`CholeskyFactor`] grown one row per
-//! observation.
+//! observation. [`SketchedPosterior`] is the Nyström (DTC) approximation of papers 002 and 003
+//! that BKB and EK-UCB share: its cost per query does not grow with t.
 
 mod cholesky;
 mod exact;
 mod select;
+mod sketched;
 
 pub use cholesky::CholeskyFactor;
 pub use exact::{ExactPosterior, PosteriorBatch};
+pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};

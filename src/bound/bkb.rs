@@ -1,0 +1,202 @@
+//! BKB, the budgeted kernel bandit's bound (paper 002).
+
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+use super::sketch::sketched_bounds;
+use super::{Bounds, ConfidenceBound, SketchParams};
+use crate::error::{Result, positive};
+use crate::kernel::Kernel;
+use crate::points::Points;
+use crate::posterior::SketchedPosterior;
+
+/// BKB (paper 002 Alg. 1, SPEC §4): the Nyström-sketched UCB ũ(x) = μ̃(x) + β̃σ̃(x), with a
+/// dictionary resampled after every update from the arms played so far.
+///
+/// After each observation every distinct played arm xᵢ joins the new dictionary independently
+/// with probability p = min(1, q̄σ̃²(xᵢ)) (the first dictionary is {x₁}, Alg. 1 line 2). The
+/// variances are the DTC variances of the current dictionary with the new observation
+/// included (the paper reuses those of the previous step as a shortcut to the same quantity).
+/// Arms are stored as counts per distinct arm, so a step costs O(min(t, A)m² + m³) and a
+/// query O(m²) per arm (see [`SketchedPosterior`]).
+///
+/// Width: a fixed β̃ ([`SketchParams::beta`], the common practice), or Theorem 2's
+/// β̃_t = 2ξ√(α ln(κ²t) Σ_s σ̃_t²(x_s) + ln(1/δ)) + (1 + 1/√(1 − ε))√λ F, with κ² the
+/// largest k(x, x) seen and ln(κ²t) floored at 0. q̄ defaults to Theorem 1's
+/// 6α ln(4T/δ)/ε² (which needs the horizon T), under which σ²/α ≤ σ̃² ≤ ασ² for all arms
+/// with probability 1 − δ.
+///
+/// The dictionary is random, drawn from a ChaCha8 generator seeded by the user.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::prelude::*;
+/// let params = SketchParams::new().lambda(0.01).beta(1.0).qbar(10.0);
+/// let mut bkb = Bkb::new(Rbf::new(0.5)?, params, 7)?;
+/// for x in [0.1, 0.5, 0.9, 0.5] {
+///     bkb.observe(&[x], x.sin())?;
+/// }
+/// assert!(bkb.dictionary_size() <= 3); // three distinct arms
+/// let b = bkb.bounds(&[[0.5], [0.3]])?;
+/// assert!(b.lcb[0] < b.ucb[0]);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Bkb<K> {
+    posterior: SketchedPosterior<K>,
+    params: SketchParams,
+    qbar: f64,
+    /// (ξ, F) for Theorem 2's width; `None` for a fixed β̃.
+    theory: Option<(f64, f64)>,
+    rng: ChaCha8Rng,
+    /// Largest k(x, x) over the observed points.
+    kappa_sq: f64,
+    /// Σ_s σ̃_t²(x_s) over all observations, under the current dictionary.
+    played_variance: f64,
+}
+
+impl<K: Kernel> Bkb<K> {
+    /// BKB for `kernel` with `params` (see [`SketchParams`]); `seed` drives the dictionary
+    /// sampling.
+    ///
+    /// # Errors
+    /// Invalid parameters; [`crate::Error::MissingParameter`] without a fixed β̃ and without σ and B,
+    /// or without q̄ and without the horizon to derive it.
+    pub fn new(kernel: K, params: SketchParams, seed: u64) -> Result<Self> {
+        params.check_common()?;
+        let qbar = match params.qbar {
+            Some(qbar) => positive("qbar", qbar)?,
+            None => {
+                let horizon = params.required_horizon(
+                    "qbar",
+                    "set SketchParams::qbar, or SketchParams::horizon to derive Theorem 1's",
+                )?;
+                6.0 * params.alpha() * (4.0 * horizon / params.delta).ln()
+                    / (params.epsilon * params.epsilon)
+            }
+        };
+        Ok(Self {
+            posterior: SketchedPosterior::new(kernel, params.lambda)?,
+            theory: params.theory_inputs()?,
+            params,
+            qbar,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            kappa_sq: 0.0,
+            played_variance: 0.0,
+        })
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &SketchParams {
+        &self.params
+    }
+
+    /// The oversampling q̄ in use.
+    pub fn qbar(&self) -> f64 {
+        self.qbar
+    }
+
+    /// The sketched posterior (dictionary, counts, embeddings).
+    pub fn posterior(&self) -> &SketchedPosterior<K> {
+        &self.posterior
+    }
+
+    /// Number of anchors in the dictionary.
+    pub fn dictionary_size(&self) -> usize {
+        self.posterior.dictionary_size()
+    }
+
+    /// The current β̃: fixed, or Theorem 2's.
+    pub fn width(&self) -> f64 {
+        match (self.params.beta, self.theory) {
+            (Some(beta), _) => beta,
+            (None, Some((xi, norm))) => {
+                let p = &self.params;
+                let t = self.posterior.len().max(1) as f64;
+                let log_factor = (self.kappa_sq * t).ln().max(0.0);
+                2.0 * xi
+                    * (p.alpha() * log_factor * self.played_variance - p.delta.ln()).sqrt()
+                    + (1.0 + 1.0 / (1.0 - p.epsilon).sqrt()) * p.lambda.sqrt() * norm
+            }
+            (None, None) => unreachable!("checked in Bkb::new"),
+        }
+    }
+
+    /// Draws the next dictionary (Alg. 1 lines 6–10) and rebuilds the sketch.
+    fn resample(&mut self) -> Result<()> {
+        let variances = self.posterior.stored_variances();
+        let mut chosen = Vec::new();
+        for (i, v) in variances.iter().enumerate() {
+            let p = (self.qbar * v).min(1.0);
+            if self.rng.random::<f64>() < p {
+                chosen.push(i);
+            }
+        }
+        if self.posterior.len() == 1 && chosen.is_empty() {
+            chosen.push(0);
+        }
+        self.posterior.set_dictionary(&chosen)?;
+        self.refresh_played_variance();
+        Ok(())
+    }
+
+    /// Σ_s σ̃_t²(x_s) for Theorem 2 (only needed for the theoretical width).
+    fn refresh_played_variance(&mut self) {
+        if self.theory.is_some() && self.params.beta.is_none() {
+            self.played_variance = self
+                .posterior
+                .stored_variances()
+                .iter()
+                .enumerate()
+                .map(|(i, v)| self.posterior.count(i) as f64 * v)
+                .sum();
+        }
+    }
+}
+
+impl<K: Kernel> ConfidenceBound for Bkb<K> {
+    fn name(&self) -> &'static str {
+        "bkb"
+    }
+
+    /// Absorbs (x, y) and resamples the dictionary.
+    ///
+    /// # Errors
+    /// As [`SketchedPosterior::observe`]; the bound is unchanged on error (except for the
+    /// generator's state when the rebuild fails).
+    fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
+        let before = self.posterior.len();
+        self.posterior.observe(x, y)?;
+        if let Err(error) = self.resample() {
+            self.truncate(before);
+            return Err(error);
+        }
+        self.kappa_sq = self.kappa_sq.max(self.posterior.kernel().eval_diag(x));
+        Ok(())
+    }
+
+    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
+        sketched_bounds(self.posterior.evaluate(points)?, self.width())
+    }
+
+    fn len(&self) -> usize {
+        self.posterior.len()
+    }
+
+    fn dim(&self) -> Option<usize> {
+        self.posterior.dim()
+    }
+
+    /// Forgets the observations after the first `len` exactly. BKB's dictionary is random and
+    /// not a function of the data, so the one in use is kept, restricted to the arms that
+    /// remain; the next update resamples it as usual.
+    fn truncate(&mut self, len: usize) {
+        self.posterior.truncate(len);
+        let kernel = self.posterior.kernel();
+        self.kappa_sq = (0..self.posterior.distinct())
+            .map(|i| kernel.eval_diag(self.posterior.point(i)))
+            .fold(0.0, f64::max);
+        self.refresh_played_variance();
+    }
+}
+

@@ -1,0 +1,206 @@
+//! Parameters shared by the Nyström-sketched bounds BKB and EK-UCB.
+
+use super::Bounds;
+use crate::error::{Error, Result, positive};
+use crate::posterior::SketchedBatch;
+
+/// Settings of the sketched bounds [`Bkb`](super::Bkb) and [`EkUcb`](super::EkUcb). Each bound
+/// reads the fields it needs and rejects missing or invalid ones when it is built.
+///
+/// | Name | Default | Range | Meaning |
+/// |---|---|---|---|
+/// | `lambda` (λ) | 1 | (0, ∞) | ridge regulariser; σ̃² carries a 1/λ (SPEC §4–§5) |
+/// | `beta` (β̃) | theory | (0, ∞) | fixed exploration width: UCB = μ̃ + β̃σ̃ (papers' practice) |
+/// | `sigma` (σ, paper 002's ξ) | — | (0, ∞) | noise scale; needed by the theoretical β̃ |
+/// | `norm_bound` (B, paper 002's F) | — | (0, ∞) | ‖f‖_H ≤ B; needed by the theoretical β̃ |
+/// | `delta` (δ) | 0.1 | (0, 1) | failure probability of the theory (β̃, q̄, γ) |
+/// | `epsilon` (ε) | 0.5 | (0, 1) | sketch accuracy; α = (1 + ε)/(1 − ε) |
+/// | `horizon` (T) | — | ≥ 1 | derives BKB's q̄ and EK-UCB's γ when they are not set |
+/// | `qbar` (q̄, BKB) | 6α ln(4T/δ)/ε² | (0, ∞) | BKB inclusion: p = min(1, q̄σ̃²) (002 Thm 1) |
+/// | `mu` (μ, EK-UCB) | λ | (0, ∞) | KORS regulariser (003 App. E.3) |
+/// | `gamma` (γ, EK-UCB) | 12 ln(T/δ) | (0, ∞) | KORS budget: p = min(1, γτ̃) (003 Prop. 4.1) |
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::bound::SketchParams;
+/// // Paper 003's practice: λ = 10, μ = λ, fixed β̃ = 0.1, γ = 0.1 λ.
+/// let practice = SketchParams::new().lambda(10.0).beta(0.1).gamma(1.0);
+/// // Paper 002's theory: q̄ and β̃ from ε, δ, T, ξ and F.
+/// let theory = SketchParams::new().lambda(0.01).sigma(0.1).norm_bound(1.0).horizon(1000);
+/// # let _ = (practice, theory);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SketchParams {
+    pub(crate) lambda: f64,
+    pub(crate) beta: Option<f64>,
+    pub(crate) sigma: Option<f64>,
+    pub(crate) norm_bound: Option<f64>,
+    pub(crate) delta: f64,
+    pub(crate) epsilon: f64,
+    pub(crate) horizon: Option<usize>,
+    pub(crate) qbar: Option<f64>,
+    pub(crate) mu: Option<f64>,
+    pub(crate) gamma: Option<f64>,
+}
+
+impl Default for SketchParams {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SketchParams {
+    /// The defaults of the table above.
+    pub fn new() -> Self {
+        Self {
+            lambda: 1.0,
+            beta: None,
+            sigma: None,
+            norm_bound: None,
+            delta: 0.1,
+            epsilon: 0.5,
+            horizon: None,
+            qbar: None,
+            mu: None,
+            gamma: None,
+        }
+    }
+
+    /// Sets the regulariser λ.
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = lambda;
+        self
+    }
+
+    /// Fixes the exploration width β̃ (instead of the theoretical one).
+    pub fn beta(mut self, beta: f64) -> Self {
+        self.beta = Some(beta);
+        self
+    }
+
+    /// Sets the noise scale σ (paper 002's ξ).
+    pub fn sigma(mut self, sigma: f64) -> Self {
+        self.sigma = Some(sigma);
+        self
+    }
+
+    /// Sets the RKHS norm bound B (paper 002's F).
+    pub fn norm_bound(mut self, norm_bound: f64) -> Self {
+        self.norm_bound = Some(norm_bound);
+        self
+    }
+
+    /// Sets δ.
+    pub fn delta(mut self, delta: f64) -> Self {
+        self.delta = delta;
+        self
+    }
+
+    /// Sets the accuracy ε.
+    pub fn epsilon(mut self, epsilon: f64) -> Self {
+        self.epsilon = epsilon;
+        self
+    }
+
+    /// Sets the horizon T.
+    pub fn horizon(mut self, horizon: usize) -> Self {
+        self.horizon = Some(horizon);
+        self
+    }
+
+    /// Sets BKB's oversampling q̄.
+    pub fn qbar(mut self, qbar: f64) -> Self {
+        self.qbar = Some(qbar);
+        self
+    }
+
+    /// Sets EK-UCB's KORS regulariser μ.
+    pub fn mu(mut self, mu: f64) -> Self {
+        self.mu = Some(mu);
+        self
+    }
+
+    /// Sets EK-UCB's KORS budget γ.
+    pub fn gamma(mut self, gamma: f64) -> Self {
+        self.gamma = Some(gamma);
+        self
+    }
+
+    /// α = (1 + ε)/(1 − ε).
+    pub(crate) fn alpha(&self) -> f64 {
+        (1.0 + self.epsilon) / (1.0 - self.epsilon)
+    }
+
+    /// Validates the fields every sketched bound reads.
+    pub(crate) fn check_common(&self) -> Result<()> {
+        positive("lambda", self.lambda)?;
+        open_unit("delta", self.delta)?;
+        open_unit("epsilon", self.epsilon)?;
+        if let Some(beta) = self.beta {
+            positive("beta", beta)?;
+        }
+        if let Some(sigma) = self.sigma {
+            positive("sigma", sigma)?;
+        }
+        if let Some(norm_bound) = self.norm_bound {
+            positive("norm_bound", norm_bound)?;
+        }
+        if self.horizon == Some(0) {
+            return Err(Error::InvalidParameter {
+                name: "horizon",
+                value: 0.0,
+                expected: "an integer >= 1",
+            });
+        }
+        Ok(())
+    }
+
+    /// The theoretical width needs σ and B unless β̃ is fixed.
+    pub(crate) fn theory_inputs(&self) -> Result<Option<(f64, f64)>> {
+        if self.beta.is_some() {
+            return Ok(None);
+        }
+        let sigma = self.sigma.ok_or(Error::MissingParameter {
+            name: "sigma",
+            hint: "set SketchParams::sigma, or fix the width with SketchParams::beta",
+        })?;
+        let norm_bound = self.norm_bound.ok_or(Error::MissingParameter {
+            name: "norm_bound",
+            hint: "set SketchParams::norm_bound, or fix the width with SketchParams::beta",
+        })?;
+        Ok(Some((sigma, norm_bound)))
+    }
+
+    /// The horizon, required to derive `what`.
+    pub(crate) fn required_horizon(&self, what: &'static str, hint: &'static str) -> Result<f64> {
+        self.horizon
+            .map(|t| t as f64)
+            .ok_or(Error::MissingParameter { name: what, hint })
+    }
+}
+
+fn open_unit(name: &'static str, value: f64) -> Result<f64> {
+    if value > 0.0 && value < 1.0 {
+        Ok(value)
+    } else {
+        Err(Error::InvalidParameter {
+            name,
+            value,
+            expected: "a number in (0, 1)",
+        })
+    }
+}
+
+/// μ̃ ∓ β̃σ̃ at every point of a sketched batch.
+///
+/// # Errors
+/// As [`super::check_width`].
+pub(crate) fn sketched_bounds(batch: SketchedBatch, width: f64) -> Result<Bounds> {
+    let width = super::check_width(width)?;
+    let spread: Vec<f64> = batch.variance.iter().map(|v| width * v.sqrt()).collect();
+    Ok(Bounds {
+        lcb: batch.mean.iter().zip(&spread).map(|(m, s)| m - s).collect(),
+        ucb: batch.mean.iter().zip(&spread).map(|(m, s)| m + s).collect(),
+        mean: batch.mean,
+    })
+}
