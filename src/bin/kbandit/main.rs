@@ -7,6 +7,7 @@
 //! kbandit demo
 //! kbandit reproduce table1 [--reps 10] [--out results]
 //! kbandit reproduce bands [--out results]
+//! kbandit reproduce contextual [--reps 5] [--out results]
 //! ```
 //!
 //! Errors print one line to stderr, naming the file and line where there is one, and exit

@@ -84,6 +84,38 @@ pub fn regret_plot(stem: &Path, title: &str, curves: &[Curve<'_>]) -> Result<(),
     fig.render(stem)
 }
 
+/// Paper-003-Figures-1–2 style plot: each method's mean cumulative regret against the mean
+/// running time at the same round (`times[i]` for `curves[i]`), so the regret–time trade-off
+/// reads off one picture: axes "running time (s)" and "cumulative regret", a legend, `title`.
+/// Writes `stem.png` and `stem.svg`.
+pub fn tradeoff_plot(
+    stem: &Path,
+    title: &str,
+    curves: &[Curve<'_>],
+    times: &[&[f64]],
+) -> Result<(), String> {
+    let t = curves.first().map_or(0, |c| c.mean.len());
+    let lengths_ok = curves.iter().all(|c| c.mean.len() == t)
+        && times.len() == curves.len()
+        && times.iter().all(|x| x.len() == t);
+    if t == 0 || !lengths_ok {
+        let stem = stem.display();
+        return Err(format!("{stem}: no curves, or curves of different lengths"));
+    }
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, ("running time (s)", "cumulative regret"));
+    for (i, (c, x)) in curves.iter().zip(times).enumerate() {
+        fig.lines
+            .push((colour(i), thin(t).map(|j| (x[j], c.mean[j])).collect()));
+        fig.legend.push((c.label, colour(i), Mark::Line));
+    }
+    let right = range(times.iter().map(|x| x[t - 1])).map_or(1.0, |r| r.1);
+    fig.x = 0.0..right.max(1e-6) * 1.05;
+    let top = range(curves.iter().flat_map(|c| c.mean.iter().copied())).map_or(1.0, |r| r.1);
+    fig.y = 0.0..top.max(1e-9) * 1.05;
+    fig.render(stem)
+}
+
 /// Paper-001-Figure-1 style plot: the true function f over the grid `xs` (black line), the
 /// observations as dots, and for each band its UCB and LCB as two lines of one colour with a
 /// light fill between, a legend (right of the axes), axes "x" and "f(x)", and `title`. Writes

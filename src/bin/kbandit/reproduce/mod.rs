@@ -1,6 +1,7 @@
 //! `kbandit reproduce`: the experiments of the papers, with progress, tables and plots.
 
 mod bands;
+mod contextual;
 mod table1;
 
 use std::ffi::OsString;
@@ -17,6 +18,8 @@ pub enum Experiment {
     Table1(table1::Table1Args),
     /// Paper 001 Figure 1: the confidence bands of every bound on a 1-D function.
     Bands(bands::BandsArgs),
+    /// Paper 003 §5: EK-UCB, BKB, exact K-UCB and random on three contextual environments.
+    Contextual(contextual::ContextualArgs),
 }
 
 /// Runs one experiment.
@@ -24,6 +27,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
     match experiment {
         Experiment::Table1(args) => table1::run(args),
         Experiment::Bands(args) => bands::run(args),
+        Experiment::Contextual(args) => contextual::run(args),
     }
 }
 
