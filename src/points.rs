@@ -247,6 +247,151 @@ impl AsPoints for DMatrix<f64> {
     }
 }
 
+/// The joint point s = [context ‖ action] on which a contextual agent's kernel acts
+/// (paper 003 §2: a kernel on context–action pairs).
+///
+/// # Errors
+/// [`Error::ZeroDimension`] if `context` or `action` is empty, [`Error::NonFinite`] if any
+/// coordinate is NaN or infinite.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::points::join;
+/// assert_eq!(join(&[0.2, 0.4], &[0.9])?, vec![0.2, 0.4, 0.9]);
+/// assert!(join(&[f64::NAN], &[0.9]).is_err());
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+pub fn join(context: &[f64], action: &[f64]) -> Result<Vec<f64>> {
+    check_point(context, None, "context")?;
+    check_point(action, None, "action")?;
+    let mut joint = Vec::with_capacity(context.len() + action.len());
+    joint.extend_from_slice(context);
+    joint.extend_from_slice(action);
+    Ok(joint)
+}
+
+/// The arms of one contextual round: the joint points [context ‖ aᵢ] for every offered
+/// action aᵢ, in the order of the actions, stored row-major in one owned buffer.
+///
+/// A contextual agent scores these joint points with a kernel on the whole vector (paper 003
+/// §5 uses a Gaussian kernel on (x, a)), so the index of the best joint point is the index of
+/// the action to play.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::points::{AsPoints, ContextualArms};
+/// let actions = [[0.1], [0.5], [0.9]];
+/// let arms = ContextualArms::new(&[0.3, 0.7], &actions)?;
+/// assert_eq!((arms.len(), arms.dim(), arms.context_dim()), (3, 3, 2));
+/// assert_eq!(arms.joint(1), &[0.3, 0.7, 0.5]);
+/// assert_eq!(arms.as_points()?.len(), 3);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextualArms {
+    /// Joint point `i` is `joint[i * dim..(i + 1) * dim]`.
+    joint: Vec<f64>,
+    len: usize,
+    dim: usize,
+    context_dim: usize,
+}
+
+impl ContextualArms {
+    /// Joins `context` with every action in `actions` (any [`AsPoints`] layout).
+    ///
+    /// # Errors
+    /// [`Error::ZeroDimension`] for an empty context, [`Error::NonFinite`] for a NaN or
+    /// infinite context coordinate, [`Error::NoArms`] for an empty action set, and the
+    /// [`AsPoints`] errors of `actions` (ragged, zero-dimensional or non-finite actions).
+    pub fn new<A: AsPoints + ?Sized>(context: &[f64], actions: &A) -> Result<Self> {
+        check_point(context, None, "context")?;
+        let actions = actions.as_points()?;
+        if actions.is_empty() {
+            return Err(Error::NoArms);
+        }
+        let dim = context.len() + actions.dim();
+        let mut joint = Vec::with_capacity(actions.len() * dim);
+        actions.for_each(|_, action| {
+            joint.extend_from_slice(context);
+            joint.extend_from_slice(action);
+        });
+        Ok(Self {
+            joint,
+            len: actions.len(),
+            dim,
+            context_dim: context.len(),
+        })
+    }
+
+    /// Number of joint points (offered actions).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no action is offered (never true for a value built by [`ContextualArms::new`],
+    /// which rejects an empty action set).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Coordinates of each joint point: context dimension plus action dimension.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Coordinates of the context, the leading part of every joint point.
+    pub fn context_dim(&self) -> usize {
+        self.context_dim
+    }
+
+    /// Coordinates of each action, the trailing part of every joint point.
+    pub fn action_dim(&self) -> usize {
+        self.dim - self.context_dim
+    }
+
+    /// The context shared by all joint points.
+    pub fn context(&self) -> &[f64] {
+        &self.joint[..self.context_dim]
+    }
+
+    /// Joint point `i`: [context ‖ actionᵢ].
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn joint(&self, i: usize) -> &[f64] {
+        assert!(
+            i < self.len,
+            "joint point index {i} out of range {}",
+            self.len
+        );
+        &self.joint[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// Action `i`, the trailing part of joint point `i`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn action(&self, i: usize) -> &[f64] {
+        &self.joint(i)[self.context_dim..]
+    }
+
+    /// The joint points as a borrowed view.
+    pub fn points(&self) -> Points<'_> {
+        Points {
+            layout: Layout::RowMajor(&self.joint),
+            len: self.len,
+            dim: self.dim,
+        }
+    }
+}
+
+impl AsPoints for ContextualArms {
+    fn as_points(&self) -> Result<Points<'_>> {
+        // Validated once at construction; no need to scan the buffer again.
+        Ok(self.points())
+    }
+}
+
 /// Checks that a single point is non-empty, of dimension `expected` (if known) and finite.
 pub(crate) fn check_point(x: &[f64], expected: Option<usize>, what: &str) -> Result<()> {
     if x.is_empty() {

@@ -4,8 +4,10 @@ pub use crate::agent::{BanditAgent, RandomAgent, UcbAgent};
 pub use crate::bound::{
     Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb, SketchParams,
 };
-pub use crate::env::{SyntheticConfig, SyntheticProblem};
+pub use crate::env::{
+    ContextualConfig, ContextualEnv, ContextualProblem, SyntheticConfig, SyntheticProblem,
+};
 pub use crate::error::{Error, Result};
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};
-pub use crate::points::{AsPoints, Points};
+pub use crate::points::{AsPoints, ContextualArms, Points};
 pub use crate::posterior::ExactPosterior;

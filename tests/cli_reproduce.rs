@@ -232,3 +232,81 @@ fn bands_writes_curves_that_nest_as_the_theory_says() {
     let output = kbandit(&["reproduce", "bands", "--lengthscale", "0"], &dir);
     assert_fails_cleanly(&output, "invalid arguments");
 }
+
+/// `reproduce contextual` on a short horizon: the documented JSON shape, dictionary sizes for
+/// the sketched methods only, a K-UCB cell recomputed through the library from the reported
+/// seed, and argument errors.
+#[test]
+fn contextual_outputs_have_the_documented_shape() {
+    use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem};
+    let dir = scratch_dir("contextual");
+    let args = [
+        "reproduce",
+        "contextual",
+        "--reps",
+        "2",
+        "--horizon",
+        "60",
+        "--threads",
+        "2",
+    ];
+    let output = kbandit(&args, &dir);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("| bump | EK-UCB |"), "{stdout}");
+    let text = std::fs::read_to_string(dir.join("contextual.json")).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (json["horizon"].as_u64(), json["reps"].as_u64()),
+        (Some(60), Some(2))
+    );
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 12);
+    for cell in results {
+        let method = cell["method"].as_str().unwrap();
+        assert!(["ek_ucb", "bkb", "k_ucb", "random"].contains(&method));
+        let env = cell["env"].as_str().unwrap();
+        assert!(["bump", "chessboard", "step_diagonal"].contains(&env));
+        assert_eq!(cell["final_regret"].as_array().unwrap().len(), 2);
+        assert_eq!(cell["wall_time_s"].as_array().unwrap().len(), 2);
+        let sketched = matches!(method, "ek_ucb" | "bkb");
+        assert_eq!(cell.get("dictionary_size").is_some(), sketched, "{method}");
+        if sketched {
+            for m in cell["dictionary_size"].as_array().unwrap() {
+                assert!((1..=60).contains(&m.as_u64().unwrap()));
+            }
+        }
+        if method == "k_ucb" && env == "chessboard" {
+            // Recompute repetition 0 through the library.
+            let seed = cell["seeds"][0].as_u64().unwrap();
+            let problem = ContextualProblem::new(
+                ContextualEnv::Chessboard,
+                ContextualConfig::default(),
+                seed,
+            )
+            .unwrap();
+            let mut agent = UcbAgent::new(KUcb::new(Rbf::new(0.1).unwrap(), 10.0, 0.1).unwrap());
+            let trace = problem.run(&mut agent, 60).unwrap();
+            let reported = cell["final_regret"][0].as_f64().unwrap();
+            assert!(
+                (trace.total() - reported).abs() < 1e-9,
+                "{} vs {reported}",
+                trace.total()
+            );
+        }
+    }
+    for ext in ["png", "svg"] {
+        for kind in ["regret", "time"] {
+            let path = dir.join(format!("contextual_step_diagonal_{kind}.{ext}"));
+            assert!(
+                std::fs::metadata(&path).unwrap().len() > 1000,
+                "{}",
+                path.display()
+            );
+        }
+    }
+    let bad = kbandit(&["reproduce", "contextual", "--lambda", "0"], &dir);
+    assert_fails_cleanly(&bad, "--lambda");
+    let bad = kbandit(&["reproduce", "contextual", "--methods", "bkb,bkb"], &dir);
+    assert_fails_cleanly(&bad, "twice");
+}

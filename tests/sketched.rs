@@ -27,8 +27,8 @@ fn full_dictionary_is_the_exact_posterior() {
     let lambda = 0.05;
     let train = uniform_points(&mut rng, 40, 3);
     let test = uniform_points(&mut rng, 30, 3);
-    let mut exact = ExactPosterior::new(kernel.clone(), &[lambda]).unwrap();
-    let mut batch_built = SketchedPosterior::new(kernel.clone(), lambda).unwrap();
+    let mut exact = ExactPosterior::new(kernel, &[lambda]).unwrap();
+    let mut batch_built = SketchedPosterior::new(kernel, lambda).unwrap();
     let mut grown = SketchedPosterior::new(kernel, lambda).unwrap();
     for x in &train {
         let y = (3.0 * x[0]).sin() + x[1] * x[2] + 0.1 * rng.random::<f64>();
@@ -68,7 +68,7 @@ fn ek_ucb_with_every_anchor_matches_exact_k_ucb() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let kernel = Rbf::new(0.3).unwrap();
     let params = SketchParams::new().lambda(0.5).beta(2.0).gamma(1e12);
-    let mut ek = EkUcb::new(kernel.clone(), params, 1).unwrap();
+    let mut ek = EkUcb::new(kernel, params, 1).unwrap();
     let mut k_ucb = KUcb::new(kernel, 0.5, 2.0).unwrap();
     for x in uniform_points(&mut rng, 25, 2) {
         let y = x[0] - x[1];
@@ -117,7 +117,7 @@ fn ek_ucb_incremental_state_matches_prop_4_2() {
     let kernel = Rbf::new(0.1).unwrap();
     let lambda = 10.0;
     let params = SketchParams::new().lambda(lambda).beta(0.1).gamma(1.0);
-    let mut ek = EkUcb::new(kernel.clone(), params, 9).unwrap();
+    let mut ek = EkUcb::new(kernel, params, 9).unwrap();
     let mut observations = Vec::new();
     for _ in 0..1000 {
         let x: Vec<f64> = (0..2).map(|_| rng.random::<f64>()).collect();
@@ -190,7 +190,7 @@ fn bkb_variances_are_alpha_accurate() {
         .epsilon(0.5)
         .delta(0.1)
         .horizon(horizon);
-    let bkb = Bkb::new(kernel.clone(), params, 17).unwrap();
+    let bkb = Bkb::new(kernel, params, 17).unwrap();
     let alpha = 3.0;
     let qbar = 6.0 * alpha * (4.0 * horizon as f64 / 0.1).ln() / 0.25;
     assert!((bkb.qbar() - qbar).abs() < 1e-9);
@@ -247,7 +247,7 @@ fn dictionary_size_stays_small() {
         arms: 50,
         ..SyntheticConfig::default()
     };
-    let problem = SyntheticProblem::new(kernel.clone(), config, 4).unwrap();
+    let problem = SyntheticProblem::new(kernel, config, 4).unwrap();
     let params = SketchParams::new()
         .lambda(0.01)
         .mu(1.0)
@@ -294,7 +294,7 @@ fn ek_ucb_truncate_restores_the_earlier_state() {
 #[test]
 fn repeated_arms_are_counted() {
     let kernel = Rbf::new(0.5).unwrap();
-    let mut post = SketchedPosterior::new(kernel.clone(), 0.1).unwrap();
+    let mut post = SketchedPosterior::new(kernel, 0.1).unwrap();
     let mut exact = ExactPosterior::new(kernel, &[0.1]).unwrap();
     for t in 0..600 {
         let x = [(t % 3) as f64 * 0.4, -0.0];
@@ -348,11 +348,11 @@ fn degenerate_dictionaries_stay_finite() {
 fn bad_input_is_rejected_and_changes_nothing() {
     let kernel = Rbf::new(0.5).unwrap();
     assert!(matches!(
-        Bkb::new(kernel.clone(), SketchParams::new().beta(1.0), 0),
+        Bkb::new(kernel, SketchParams::new().beta(1.0), 0),
         Err(Error::MissingParameter { name: "qbar", .. })
     ));
     assert!(matches!(
-        EkUcb::new(kernel.clone(), SketchParams::new().gamma(1.0), 0),
+        EkUcb::new(kernel, SketchParams::new().gamma(1.0), 0),
         Err(Error::MissingParameter { name: "sigma", .. })
     ));
     for bad in [
@@ -364,21 +364,21 @@ fn bad_input_is_rejected_and_changes_nothing() {
         assert!(
             matches!(
                 EkUcb::new(
-                    kernel.clone(),
+                    kernel,
                     bad.gamma(1.0).beta(1.0).sigma(1.0).norm_bound(1.0),
                     0
                 ),
                 Err(Error::InvalidParameter { .. })
             ) || matches!(
-                EkUcb::new(kernel.clone(), bad.gamma(1.0), 0),
+                EkUcb::new(kernel, bad.gamma(1.0), 0),
                 Err(Error::InvalidParameter { .. })
             )
         );
     }
     let bounds: Vec<Box<dyn ConfidenceBound>> = vec![
-        Box::new(Bkb::new(kernel.clone(), SketchParams::new().beta(1.0).qbar(5.0), 0).unwrap()),
-        Box::new(EkUcb::new(kernel.clone(), SketchParams::new().beta(1.0).gamma(2.0), 0).unwrap()),
-        Box::new(KUcb::new(kernel.clone(), 1.0, 1.0).unwrap()),
+        Box::new(Bkb::new(kernel, SketchParams::new().beta(1.0).qbar(5.0), 0).unwrap()),
+        Box::new(EkUcb::new(kernel, SketchParams::new().beta(1.0).gamma(2.0), 0).unwrap()),
+        Box::new(KUcb::new(kernel, 1.0, 1.0).unwrap()),
     ];
     let query = vec![vec![0.1, 0.2], vec![0.7, 0.3]];
     for mut bound in bounds {
@@ -400,4 +400,40 @@ fn bad_input_is_rejected_and_changes_nothing() {
         assert_eq!(bound.len(), 3, "{}", bound.name());
         assert_eq!(bound.bounds(&query).unwrap(), before, "{}", bound.name());
     }
+}
+
+/// A cloned sketched bound continues exactly like the original: same generator position, so
+/// the same dictionaries and bounds.
+#[test]
+fn clones_continue_identically() {
+    let mut rng = ChaCha8Rng::seed_from_u64(8);
+    let kernel = Rbf::new(0.3).unwrap();
+    let params = SketchParams::new()
+        .lambda(0.5)
+        .beta(1.0)
+        .qbar(3.0)
+        .gamma(2.0);
+    let mut bkb = Bkb::new(kernel, params, 4).unwrap();
+    let mut ek = EkUcb::new(kernel, params, 4).unwrap();
+    let data = uniform_points(&mut rng, 200, 2);
+    for x in &data[..100] {
+        bkb.observe(x, x[0]).unwrap();
+        ek.observe(x, x[0]).unwrap();
+    }
+    let (mut bkb2, mut ek2) = (bkb.clone(), ek.clone());
+    let test = uniform_points(&mut rng, 10, 2);
+    for x in &data[100..] {
+        for b in [
+            &mut bkb as &mut dyn ConfidenceBound,
+            &mut bkb2,
+            &mut ek,
+            &mut ek2,
+        ] {
+            b.observe(x, x[1]).unwrap();
+        }
+        assert_eq!(bkb.posterior().dictionary(), bkb2.posterior().dictionary());
+        assert_eq!(ek.anchor_steps(), ek2.anchor_steps());
+    }
+    assert_eq!(bkb.bounds(&test).unwrap(), bkb2.bounds(&test).unwrap());
+    assert_eq!(ek.bounds(&test).unwrap(), ek2.bounds(&test).unwrap());
 }

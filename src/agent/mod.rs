@@ -2,6 +2,8 @@
 //!
 //! Every agent implements [`BanditAgent`]: [`BanditAgent::select`] picks an arm from the
 //! round's arm set (which may change every round), [`BanditAgent::update`] absorbs the reward.
+//! In a contextual bandit (paper 003), [`BanditAgent::select_contextual`] and
+//! [`BanditAgent::update_contextual`] do the same on joint [context ‖ action] points.
 
 mod random;
 mod ucb;
@@ -10,7 +12,7 @@ pub use random::RandomAgent;
 pub use ucb::UcbAgent;
 
 use crate::error::Result;
-use crate::points::{AsPoints, Points};
+use crate::points::{AsPoints, ContextualArms, Points, join};
 
 /// A sequential decision maker over finite arm sets.
 ///
@@ -42,6 +44,55 @@ pub trait BanditAgent {
         Self: Sized,
     {
         self.select_from(&arms.as_points()?)
+    }
+
+    /// Index into `actions` of the action to play in `context` (paper 003's contextual
+    /// setting): the agent scores the joint points [context ‖ aᵢ] of a [`ContextualArms`]
+    /// with [`BanditAgent::select_from`].
+    ///
+    /// The agent's kernel therefore acts on joint vectors: a kernel on the whole vector, such
+    /// as `Rbf` (paper 003 §5 uses a Gaussian kernel on (x, a)), or a product of kernels on the
+    /// context and action coordinates, e.g.
+    /// `Rbf::new(0.5)?.on(0..p)?.times(Matern::new(2.5, 0.2)?.on(p..p + q)?)` (see
+    /// [`crate::kernel::KernelExt::on`] and [`crate::kernel::KernelExt::times`]).
+    ///
+    /// # Errors
+    /// As [`ContextualArms::new`] (empty or non-finite context, empty, ragged or non-finite
+    /// actions), then as [`BanditAgent::select_from`] (e.g. a joint dimension different from
+    /// earlier observations). The agent is unchanged on error.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::prelude::*;
+    /// let params = BoundParams::new().sigma(0.1).norm_bound(1.0).delta(0.05).scale(1.0);
+    /// let mut agent = UcbAgent::new(Ay::new(Rbf::new(0.1)?, params)?);
+    /// let actions = [[0.1], [0.5], [0.9]];
+    /// let context = [0.3];
+    /// let i = agent.select_contextual(&context, &actions)?;
+    /// agent.update_contextual(&context, &actions[i], 0.4)?;
+    /// assert_eq!(agent.bound().dim(), Some(2)); // one context and one action coordinate
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    fn select_contextual<A: AsPoints + ?Sized>(
+        &mut self,
+        context: &[f64],
+        actions: &A,
+    ) -> Result<usize>
+    where
+        Self: Sized,
+    {
+        let arms = ContextualArms::new(context, actions)?;
+        self.select_from(&arms.points())
+    }
+
+    /// Absorbs the reward `y` observed for `action` in `context`: [`BanditAgent::update`] on
+    /// the joint point [context ‖ action] (see [`join`]).
+    ///
+    /// # Errors
+    /// As [`join`] (empty or non-finite context or action), then as [`BanditAgent::update`];
+    /// the agent is unchanged on error.
+    fn update_contextual(&mut self, context: &[f64], action: &[f64], y: f64) -> Result<()> {
+        self.update(&join(context, action)?, y)
     }
 }
 

@@ -1,9 +1,6 @@
 //! BKB, the budgeted kernel bandit's bound (paper 002).
 
-use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
-
-use super::sketch::sketched_bounds;
+use super::sketch::{SketchRng, sketched_bounds};
 use super::{Bounds, ConfidenceBound, SketchParams};
 use crate::error::{Result, positive};
 use crate::kernel::Kernel;
@@ -41,14 +38,14 @@ use crate::posterior::SketchedPosterior;
 /// assert!(b.lcb[0] < b.ucb[0]);
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Bkb<K> {
     posterior: SketchedPosterior<K>,
     params: SketchParams,
     qbar: f64,
     /// (ξ, F) for Theorem 2's width; `None` for a fixed β̃.
     theory: Option<(f64, f64)>,
-    rng: ChaCha8Rng,
+    rng: SketchRng,
     /// Largest k(x, x) over the observed points.
     kappa_sq: f64,
     /// Σ_s σ̃_t²(x_s) over all observations, under the current dictionary.
@@ -80,7 +77,7 @@ impl<K: Kernel> Bkb<K> {
             theory: params.theory_inputs()?,
             params,
             qbar,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: SketchRng::new(seed),
             kappa_sq: 0.0,
             played_variance: 0.0,
         })
@@ -114,8 +111,7 @@ impl<K: Kernel> Bkb<K> {
                 let p = &self.params;
                 let t = self.posterior.len().max(1) as f64;
                 let log_factor = (self.kappa_sq * t).ln().max(0.0);
-                2.0 * xi
-                    * (p.alpha() * log_factor * self.played_variance - p.delta.ln()).sqrt()
+                2.0 * xi * (p.alpha() * log_factor * self.played_variance - p.delta.ln()).sqrt()
                     + (1.0 + 1.0 / (1.0 - p.epsilon).sqrt()) * p.lambda.sqrt() * norm
             }
             (None, None) => unreachable!("checked in Bkb::new"),
@@ -128,7 +124,7 @@ impl<K: Kernel> Bkb<K> {
         let mut chosen = Vec::new();
         for (i, v) in variances.iter().enumerate() {
             let p = (self.qbar * v).min(1.0);
-            if self.rng.random::<f64>() < p {
+            if self.rng.uniform() < p {
                 chosen.push(i);
             }
         }
@@ -199,4 +195,3 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
         self.refresh_played_variance();
     }
 }
-

@@ -1,17 +1,14 @@
 //! EK-UCB, efficient kernel UCB with an incrementally grown Nyström dictionary (paper 003).
 
-use faer::Mat;
-use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
-
-use super::sketch::sketched_bounds;
+use super::sketch::{SketchRng, sketched_bounds};
 use super::{Bounds, ConfidenceBound, SketchParams};
 use crate::error::{Result, positive};
 use crate::kernel::Kernel;
 use crate::linalg::dot;
 use crate::points::Points;
 use crate::posterior::SketchedPosterior;
+use faer::Mat;
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 
 /// EK-UCB (paper 003 Alg. 2, Prop. 4.2, SPEC §5): the sketched UCB μ̃(x) + β̃σ̃(x) over a
 /// dictionary that only grows, by Kernel Online Row Sampling (KORS, 003 App. E.3).
@@ -48,7 +45,7 @@ use crate::posterior::SketchedPosterior;
 /// assert!(b.lcb[0] < b.ucb[0]);
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct EkUcb<K> {
     posterior: SketchedPosterior<K>,
     params: SketchParams,
@@ -56,7 +53,7 @@ pub struct EkUcb<K> {
     gamma: f64,
     /// (σ, B) for Lemma 4.1's width; `None` for a fixed β̃.
     theory: Option<(f64, f64)>,
-    rng: ChaCha8Rng,
+    rng: SketchRng,
     /// Cholesky factor of S K_ZZ S + μI (KORS's matrix, anchors in dictionary order).
     kors: Mat<f64>,
     /// 1/√p̃ for each anchor.
@@ -114,7 +111,7 @@ impl<K: Kernel> EkUcb<K> {
             params,
             mu,
             gamma,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: SketchRng::new(seed),
             kors: Mat::zeros(0, 0),
             kors_scale: Vec::new(),
             anchor_steps: Vec::new(),
@@ -189,7 +186,10 @@ impl<K: Kernel> EkUcb<K> {
             let prior = self.posterior.kernel().eval_diag(&anchor);
             let mut column = vec![0.0; j];
             for (i, v) in column.iter_mut().enumerate() {
-                *v = self.posterior.kernel().eval(self.posterior.anchor(i), &anchor)
+                *v = self
+                    .posterior
+                    .kernel()
+                    .eval(self.posterior.anchor(i), &anchor)
                     * self.kors_scale[i];
             }
             let row: Vec<f64> = forward(&self.kors, &column)
@@ -226,7 +226,7 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
         } else {
             (self.gamma * tau).min(1.0)
         };
-        let draw = self.rng.random::<f64>() < p;
+        let draw = self.rng.uniform() < p;
         let index = self.posterior.observe(x, y)?;
         if draw {
             match self.posterior.add_anchor(index) {

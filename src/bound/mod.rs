@@ -29,14 +29,14 @@ mod sketch;
 
 pub use amm::Amm;
 pub use ay::Ay;
+pub use bkb::Bkb;
 pub use cmm::{Certificate, Cmm};
 pub use dmm::{DMM_GRID, Dmm};
-pub use bkb::Bkb;
 pub use ek_ucb::EkUcb;
 pub use igp::Igp;
 pub use k_ucb::KUcb;
-pub use sketch::SketchParams;
 pub use params::{BoundParams, CheckedParams, paper_scale};
+pub use sketch::SketchParams;
 
 use crate::error::{Error, Result};
 use crate::points::{AsPoints, Points};

@@ -1,5 +1,8 @@
 //! Parameters shared by the Nyström-sketched bounds BKB and EK-UCB.
 
+use rand::SeedableRng;
+use rand::rngs::ChaCha8Rng;
+
 use super::Bounds;
 use crate::error::{Error, Result, positive};
 use crate::posterior::SketchedBatch;
@@ -203,4 +206,31 @@ pub(crate) fn sketched_bounds(batch: SketchedBatch, width: f64) -> Result<Bounds
         ucb: batch.mean.iter().zip(&spread).map(|(m, s)| m + s).collect(),
         mean: batch.mean,
     })
+}
+
+/// The sketched bounds' generator: ChaCha8 (reproducible across platforms), cloned exactly —
+/// same seed, stream and position — so that a cloned bound draws the same dictionaries as the
+/// original would.
+#[derive(Debug)]
+pub(crate) struct SketchRng(ChaCha8Rng);
+
+impl SketchRng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self(ChaCha8Rng::seed_from_u64(seed))
+    }
+
+    /// A uniform draw in [0, 1).
+    pub(crate) fn uniform(&mut self) -> f64 {
+        use rand::RngExt;
+        self.0.random::<f64>()
+    }
+}
+
+impl Clone for SketchRng {
+    fn clone(&self) -> Self {
+        let mut copy = ChaCha8Rng::from_seed(self.0.get_seed());
+        copy.set_stream(self.0.get_stream());
+        copy.set_word_pos(self.0.get_word_pos());
+        Self(copy)
+    }
 }

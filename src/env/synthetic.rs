@@ -140,8 +140,9 @@ impl RegretTrace {
     }
 }
 
-/// SplitMix64 finaliser: decorrelates the seeds of the per-round generators.
-fn mix(seed: u64, stream: u64) -> u64 {
+/// SplitMix64 finaliser: decorrelates the seeds of the per-round generators (of the synthetic
+/// and the contextual problems).
+pub(crate) fn mix(seed: u64, stream: u64) -> u64 {
     let mut z = seed ^ stream.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -265,10 +265,7 @@ impl<K: Kernel> SketchedPosterior<K> {
     /// the exact ln det(I + K_t/λ) (the projection only removes directions).
     pub fn log_det(&self) -> f64 {
         let m = self.anchors.len();
-        (0..m)
-            .map(|j| 2.0 * self.chol_v[(j, j)].ln())
-            .sum::<f64>()
-            - m as f64 * self.lambda.ln()
+        (0..m).map(|j| 2.0 * self.chol_v[(j, j)].ln()).sum::<f64>() - m as f64 * self.lambda.ln()
     }
 
     /// Checks that points of dimension `dim` can be compared with the stored ones.
@@ -407,7 +404,9 @@ impl<K: Kernel> SketchedPosterior<K> {
         let x = self.point(i).to_vec();
         let c = self.embed(&self.dictionary_column(&x)?);
         let residual = self.prior[i] - dot(&c, &c);
-        if !(residual > ANCHOR_TOLERANCE * self.prior[i]) {
+        // Also false for a NaN residual.
+        let independent = residual > ANCHOR_TOLERANCE * self.prior[i];
+        if !independent {
             return Ok(false);
         }
         let d = residual.sqrt();
@@ -454,7 +453,8 @@ impl<K: Kernel> SketchedPosterior<K> {
         let corner = dot(&weighted, &coordinate) + self.lambda;
         let row = forward(self.chol_v.as_ref(), &cross);
         let pivot = corner - dot(&row, &row);
-        if !(pivot > 0.0 && pivot.is_finite()) {
+        let positive_pivot = pivot > 0.0 && pivot.is_finite();
+        if !positive_pivot {
             return Err(Error::NotPositiveDefinite { row: m, pivot });
         }
         append_factor_row(&mut self.chol_zz, &c, d);
@@ -517,7 +517,8 @@ impl<K: Kernel> SketchedPosterior<K> {
         if m > 0 {
             let mut column = vec![0.0; m];
             for j in 0..n {
-                self.kernel.eval_rows(&chosen_points, self.point(j), &mut column);
+                self.kernel
+                    .eval_rows(&chosen_points, self.point(j), &mut column);
                 if column.iter().any(|v| !v.is_finite()) {
                     return Err(Error::NonFinite {
                         what: "kernel value against the dictionary".into(),
@@ -610,7 +611,12 @@ impl<K: Kernel> SketchedPosterior<K> {
         }
         solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
         let mean = (0..count)
-            .map(|j| dot(block.col(j).try_as_col_major().unwrap().as_slice(), &self.weights))
+            .map(|j| {
+                dot(
+                    block.col(j).try_as_col_major().unwrap().as_slice(),
+                    &self.weights,
+                )
+            })
             .collect();
         let variance = self.variances(&prior, block);
         Ok(SketchedBatch { mean, variance })
@@ -634,7 +640,11 @@ impl<K: Kernel> SketchedPosterior<K> {
     /// evaluation), O(nm²).
     pub fn stored_variances(&self) -> Vec<f64> {
         if self.anchors.is_empty() {
-            return self.prior.iter().map(|p| p.max(0.0) / self.lambda).collect();
+            return self
+                .prior
+                .iter()
+                .map(|p| p.max(0.0) / self.lambda)
+                .collect();
         }
         self.variances(&self.prior, self.embedding.clone())
     }

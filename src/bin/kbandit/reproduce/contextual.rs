@@ -134,10 +134,15 @@ struct Run {
 }
 
 /// Label of the random agent's and the sketches' streams, derived from the problem seed.
-const AGENT_LABEL: u64 = 0x6167_656e_74; // "agent"
+const AGENT_LABEL: u64 = 0x61_6765_6e74; // "agent"
 
 /// Plays `method` on repetition `rep` of `env`.
-fn run_one(env: EnvChoice, method: Method, rep: usize, args: &ContextualArgs) -> Result<Run, Error> {
+fn run_one(
+    env: EnvChoice,
+    method: Method,
+    rep: usize,
+    args: &ContextualArgs,
+) -> Result<Run, Error> {
     let seed = derive_seed(args.seed, &[env as u64, rep as u64]);
     let problem = ContextualProblem::new(env.env(), ContextualConfig::default(), seed)?;
     let kernel = Rbf::new(args.lengthscale)?;
@@ -306,7 +311,11 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         jobs.par_iter()
             .map(|&(env, method, rep)| {
                 let run = run_one(env, method, rep, args).map_err(|e| {
-                    format!("{} with {} (repetition {rep}): {e}", env.title(), method.tag())
+                    format!(
+                        "{} with {} (repetition {rep}): {e}",
+                        env.title(),
+                        method.tag()
+                    )
                 });
                 bar.inc(1);
                 run
@@ -334,7 +343,10 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
             cells.push(CellJson {
                 env: env.env().name(),
                 method: method.tag(),
-                final_regret: reps.iter().map(|r| r.cumulative[args.horizon - 1]).collect(),
+                final_regret: reps
+                    .iter()
+                    .map(|r| r.cumulative[args.horizon - 1])
+                    .collect(),
                 wall_time_s: reps.iter().map(|r| r.elapsed[args.horizon - 1]).collect(),
                 dictionary_size: reps.iter().map(|r| r.dictionary_size).collect(),
                 seeds: (0..args.reps)
@@ -362,7 +374,11 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
     let text = serde_json::to_string(&json).map_err(|e| format!("cannot encode JSON: {e}"))?;
     write_file(&json_path, &text)?;
     let mut plots = Vec::new();
-    for (env, cells) in args.envs.iter().zip(json.results.chunks(args.methods.len())) {
+    for (env, cells) in args
+        .envs
+        .iter()
+        .zip(json.results.chunks(args.methods.len()))
+    {
         let curves: Vec<Curve<'_>> = args
             .methods
             .iter()
