@@ -264,6 +264,34 @@ fn dictionary_size_stays_small() {
     eprintln!("EK-UCB 1-D RBF T = 5000: m = {m}, regret/round {early:.3} → {late:.3}");
 }
 
+/// BKB's resampled dictionary also stays small on the same 1-D problem (fresh arms every
+/// round, so every played arm is distinct and the resampling pool grows to 5000).
+#[test]
+fn bkb_dictionary_size_stays_small() {
+    let kernel = Rbf::new(0.2).unwrap();
+    let config = SyntheticConfig {
+        dim: 1,
+        arms: 50,
+        ..SyntheticConfig::default()
+    };
+    let problem = SyntheticProblem::new(kernel, config, 4).unwrap();
+    let params = SketchParams::new().lambda(0.01).beta(1.0).qbar(2.0);
+    let mut agent = UcbAgent::new(Bkb::new(kernel, params, 8).unwrap());
+    let mut largest = 0;
+    for t in 0..5000 {
+        let round = problem.round(t);
+        let i = agent.select(&round).unwrap();
+        agent
+            .update(round.arm(i), round.values[i] + round.noise)
+            .unwrap();
+        largest = largest.max(agent.bound().dictionary_size());
+    }
+    let m = agent.bound().dictionary_size();
+    assert_eq!(agent.bound().posterior().distinct(), 5000);
+    assert!(m < 100 && largest < 100, "m = {m}, largest {largest}");
+    eprintln!("BKB 1-D RBF T = 5000: m = {m}, largest {largest}");
+}
+
 /// Truncating EK-UCB restores the state it had (same bounds), anchors included.
 #[test]
 fn ek_ucb_truncate_restores_the_earlier_state() {
