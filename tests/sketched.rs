@@ -465,3 +465,77 @@ fn clones_continue_identically() {
     assert_eq!(bkb.bounds(&test).unwrap(), bkb2.bounds(&test).unwrap());
     assert_eq!(ek.bounds(&test).unwrap(), ek2.bounds(&test).unwrap());
 }
+
+/// KORS's leverage estimate equals paper 003 Eq. 41 evaluated densely: the candidate added to
+/// the dictionary with weight 1, the anchors weighted by 1/√p̃, one LU solve.
+#[test]
+fn kors_leverage_matches_equation_41() {
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let kernel = Rbf::new(0.2).unwrap();
+    let (lambda, mu, epsilon) = (1.0, 0.5, 0.5);
+    let params = SketchParams::new()
+        .lambda(lambda)
+        .mu(mu)
+        .epsilon(epsilon)
+        .beta(1.0)
+        .gamma(3.0);
+    let mut ek = EkUcb::new(kernel, params, 5).unwrap();
+    for x in uniform_points(&mut rng, 300, 2) {
+        ek.observe(&x, x[0]).unwrap();
+    }
+    let post = ek.posterior();
+    let probabilities = ek.anchor_probabilities();
+    assert!(probabilities.iter().any(|&p| p < 1.0), "{probabilities:?}");
+    for candidate in uniform_points(&mut rng, 20, 2) {
+        let mut points: Vec<Vec<f64>> = (0..post.dictionary_size())
+            .map(|j| post.anchor(j).to_vec())
+            .collect();
+        points.push(candidate.clone());
+        let mut weights: Vec<f64> = probabilities.iter().map(|p| 1.0 / p.sqrt()).collect();
+        weights.push(1.0);
+        let n = points.len();
+        let scaled = DMatrix::from_fn(n, n, |i, j| {
+            weights[i] * kernel.eval(&points[i], &points[j]) * weights[j]
+        }) + mu * DMatrix::identity(n, n);
+        let v = DVector::from_fn(n, |i, _| weights[i] * kernel.eval(&points[i], &candidate));
+        let explained = (v.transpose() * scaled.try_inverse().unwrap() * &v)[0];
+        let reference = (1.0 + epsilon) / mu * (kernel.eval(&candidate, &candidate) - explained);
+        let got = ek.leverage_score(&candidate).unwrap();
+        assert!(
+            (got - reference).abs() <= 1e-9 * reference.abs().max(1e-6),
+            "{got} vs {reference}"
+        );
+    }
+}
+
+/// With Prop. 4.1's γ (and μ = 2λ, so the variance factor C ≈ 3.73 exceeds α = 3), EK-UCB's
+/// on-the-fly log-determinant bound stays above the exact ln det(I + K_t/λ) along the run.
+#[test]
+fn ek_ucb_log_det_bound_dominates_the_exact_one() {
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let kernel = Rbf::new(0.3).unwrap();
+    let lambda = 0.5;
+    let params = SketchParams::new()
+        .lambda(lambda)
+        .mu(2.0 * lambda)
+        .sigma(0.1)
+        .norm_bound(1.0)
+        .delta(0.1)
+        .horizon(400);
+    let mut ek = EkUcb::new(kernel, params, 3).unwrap();
+    assert!((ek.variance_factor() - (1.0 + 0.5 * (2.0 + 12f64.sqrt()))).abs() < 1e-12);
+    let mut exact = ExactPosterior::new(kernel, &[lambda]).unwrap();
+    let mut tightest = f64::INFINITY;
+    for x in uniform_points(&mut rng, 400, 2) {
+        ek.observe(&x, x[1]).unwrap();
+        exact.observe(&x, x[1]).unwrap();
+        let (bound, truth) = (ek.log_det_bound(), exact.log_det(0));
+        assert!(bound >= truth, "t = {}: {bound} < {truth}", ek.len());
+        tightest = tightest.min(bound / truth);
+    }
+    assert!(ek.dictionary_size() < 400);
+    eprintln!(
+        "log-det bound / exact ≥ {tightest:.3}, m = {} of 400",
+        ek.dictionary_size()
+    );
+}

@@ -10,10 +10,14 @@ use crate::posterior::SketchedPosterior;
 /// BKB (paper 002 Alg. 1, SPEC §4): the Nyström-sketched UCB ũ(x) = μ̃(x) + β̃σ̃(x), with a
 /// dictionary resampled after every update from the arms played so far.
 ///
-/// After each observation every distinct played arm xᵢ joins the new dictionary independently
-/// with probability p = min(1, q̄σ̃²(xᵢ)) (the first dictionary is {x₁}, Alg. 1 line 2). The
-/// variances are the DTC variances of the current dictionary with the new observation
-/// included (the paper reuses those of the previous step as a shortcut to the same quantity).
+/// After each observation the dictionary is redrawn: Alg. 1 draws every *pull* independently
+/// with probability p = min(1, q̄σ̃²(xᵢ)); with arms stored as counts, a distinct arm pulled cᵢ
+/// times joins with the probability that at least one of its pulls is drawn, 1 − (1 − p)^{cᵢ}
+/// (one draw per distinct arm, the same distribution of dictionaries; SPEC §4's "each distinct
+/// arm with probability p" would undersample the arms played most). The first dictionary is
+/// {x₁} (Alg. 1 line 2). The variances are the DTC variances under the current dictionary
+/// with the new observation included (the paper uses those computed before it, which ignore
+/// the last arm).
 /// Arms are stored as counts per distinct arm, so a step costs O(min(t, A)m² + m³) and a
 /// query O(m²) per arm (see [`SketchedPosterior`]).
 ///
@@ -124,6 +128,8 @@ impl<K: Kernel> Bkb<K> {
         let mut chosen = Vec::new();
         for (i, v) in variances.iter().enumerate() {
             let p = (self.qbar * v).min(1.0);
+            let count = i32::try_from(self.posterior.count(i)).unwrap_or(i32::MAX);
+            let p = 1.0 - (1.0 - p).powi(count);
             if self.rng.uniform() < p {
                 chosen.push(i);
             }
@@ -138,7 +144,7 @@ impl<K: Kernel> Bkb<K> {
 
     /// Σ_s σ̃_t²(x_s) for Theorem 2 (only needed for the theoretical width).
     fn refresh_played_variance(&mut self) {
-        if self.theory.is_some() && self.params.beta.is_none() {
+        if self.params.beta.is_none() {
             self.played_variance = self
                 .posterior
                 .stored_variances()

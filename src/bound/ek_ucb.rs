@@ -27,9 +27,14 @@ use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 ///
 /// Width: a fixed β̃ ([`SketchParams::beta`], the paper's practice), or Lemma 4.1's radius for
 /// σ-sub-Gaussian noise, β̃ = (√λ + √μ)B + σ√(4 ln(1/δ) + 2 ln det(I + K_t/λ)), where μ stands
-/// for μ_t (Prop. 4.1: μ_t ≤ μ with KORS's γ) and the log-determinant is bounded on the fly by
-/// Σ_s ln(1 + α σ̃²_{s−1}(s_s)) (valid when the sketch is α-accurate, 002 Thm 1 / 003
-/// Prop. 4.1), which costs nothing extra. γ defaults to Prop. 4.1's 12 ln(T/δ).
+/// for μ_t and the log-determinant is bounded on the fly by Σ_s ln(1 + C σ̃²_{s−1}(s_s)) with
+/// C = 1 + (r + √(r² + 4r))/2, r = μ/λ, which costs nothing extra. Why: Prop. 4.1 (KORS with
+/// ε = ½ and γ = 12 ln(T/δ)) gives ‖(I − P_t)F_t^{1/2}‖² ≤ μ with probability 1 − δ, hence
+/// Ṽ = PFP + λI ≼ C(F + λI) (split ‖F^{1/2}Pv‖ ≤ ‖F^{1/2}v‖ + √μ‖v‖ by Young's inequality), so
+/// σ̃² ≥ ρ²/(Cλ) and ln(1 + ρ²_{s−1}/λ) ≤ ln(1 + Cσ̃²_{s−1}). With the default γ and ε = ½ the
+/// theoretical width is valid with probability 1 − 2δ; with a smaller γ (the papers' practice)
+/// μ_t ≤ μ is not guaranteed and the width is a heuristic. γ defaults to Prop. 4.1's
+/// 12 ln(T/δ).
 ///
 /// # Examples
 /// ```
@@ -60,13 +65,14 @@ pub struct EkUcb<K> {
     kors_scale: Vec<f64>,
     /// The observation (0-based) at which each anchor joined.
     anchor_steps: Vec<usize>,
-    /// Σ_{s ≤ t} ln(1 + α σ̃²_{s−1}(s_s)) after each observation t.
+    /// Σ_{s ≤ t} ln(1 + C σ̃²_{s−1}(s_s)) after each observation t.
     log_det_bound: Vec<f64>,
 }
 
-/// Appends `[row, diagonal]` to a lower Cholesky factor.
+/// Appends `[row, diagonal]` to a lower Cholesky factor (capacity doubled when it runs out).
 fn append(factor: &mut Mat<f64>, row: &[f64], diagonal: f64) {
     let m = factor.nrows();
+    factor.reserve((m + 1).next_power_of_two(), (m + 1).next_power_of_two());
     factor.resize_with(m + 1, m + 1, |_, _| 0.0);
     for (j, &v) in row.iter().enumerate() {
         factor[(m, j)] = v;
@@ -144,9 +150,32 @@ impl<K: Kernel> EkUcb<K> {
         &self.anchor_steps
     }
 
-    /// The on-the-fly bound Σ_s ln(1 + α σ̃²_{s−1}(s_s)) on ln det(I + K_t/λ).
+    /// The on-the-fly bound Σ_s ln(1 + C σ̃²_{s−1}(s_s)) on ln det(I + K_t/λ) (see
+    /// [`EkUcb`]).
     pub fn log_det_bound(&self) -> f64 {
         self.log_det_bound.last().copied().unwrap_or(0.0)
+    }
+
+    /// C = 1 + (r + √(r² + 4r))/2 with r = μ/λ: Ṽ ≼ C(F + λI) when μ_t ≤ μ.
+    pub fn variance_factor(&self) -> f64 {
+        let r = self.mu / self.params.lambda;
+        1.0 + 0.5 * (r + (r * r + 4.0 * r).sqrt())
+    }
+
+    /// The probability p̃ with which each anchor joined the dictionary (dictionary order).
+    pub fn anchor_probabilities(&self) -> Vec<f64> {
+        self.kors_scale.iter().map(|s| 1.0 / (s * s)).collect()
+    }
+
+    /// KORS's leverage estimate τ̃ (003 Eq. 41) for a candidate x against the current
+    /// dictionary: the probability of joining would be min(1, γτ̃).
+    ///
+    /// # Errors
+    /// Invalid or wrong-dimension x, or non-finite kernel values.
+    pub fn leverage_score(&self, x: &[f64]) -> Result<f64> {
+        let prior = self.posterior.check_observation(x, 0.0)?;
+        let column = self.posterior.dictionary_column(x)?;
+        Ok(self.leverage(prior, &column).0)
     }
 
     /// The current β̃: fixed, or Lemma 4.1's.
@@ -170,11 +199,22 @@ impl<K: Kernel> EkUcb<K> {
             .map(|(k, s)| k * s)
             .collect();
         let c = forward(&self.kors, &scaled);
-        let cc = dot(&c, &c);
-        let corner = prior + self.mu - cc;
-        let explained = cc + (prior - cc).powi(2) / corner;
-        let tau = (1.0 + self.params.epsilon) / self.mu * (prior - explained).max(0.0);
+        // With r = k(s, s) − cᵀc, Eq. 41's k(s, s) − v*ᵀW*⁻¹v* = r − r²/(r + μ) = rμ/(r + μ):
+        // this form has no cancellation.
+        let residual = (prior - dot(&c, &c)).max(0.0);
+        let tau = (1.0 + self.params.epsilon) * residual / (residual + self.mu);
         (tau, c)
+    }
+
+    /// Keeps KORS's anchors in step with the posterior's dictionary after a rebuild (which
+    /// drops anchors only if the kernel misbehaves), then rebuilds KORS's factor.
+    fn sync_kors(&mut self) {
+        let m = self.posterior.dictionary_size();
+        if m < self.kors_scale.len() {
+            self.kors_scale.truncate(m);
+            self.anchor_steps.truncate(m);
+        }
+        self.rebuild_kors();
     }
 
     /// Rebuilds KORS's factor from the anchors' probabilities.
@@ -243,14 +283,15 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
                 Err(error) => {
                     let anchors = self.posterior.dictionary().to_vec();
                     self.posterior.truncate_with_dictionary(step, &anchors);
+                    self.sync_kors();
                     return Err(error);
                 }
             }
         }
-        let alpha = self.params.alpha();
+        let factor = self.variance_factor();
         let previous = self.log_det_bound();
         self.log_det_bound
-            .push(previous + (alpha * variance).ln_1p());
+            .push(previous + (factor * variance).ln_1p());
         Ok(())
     }
 
@@ -278,7 +319,7 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
         self.posterior.truncate_with_dictionary(len, &anchors);
         self.anchor_steps.truncate(keep);
         self.kors_scale.truncate(keep);
-        self.rebuild_kors();
+        self.sync_kors();
         self.log_det_bound.truncate(len);
     }
 }
