@@ -5,7 +5,8 @@ pub use crate::bound::{
     Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb, SketchParams,
 };
 pub use crate::env::{
-    ContextualConfig, ContextualEnv, ContextualProblem, SyntheticConfig, SyntheticProblem,
+    BanditRound, ContextualConfig, ContextualEnv, ContextualProblem, Environment, SyntheticConfig,
+    SyntheticProblem,
 };
 pub use crate::error::{Error, Result};
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};

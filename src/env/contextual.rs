@@ -13,8 +13,7 @@ use rand::seq::index;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
-use super::synthetic::{RegretTrace, mix};
-use crate::agent::BanditAgent;
+use super::synthetic::mix;
 use crate::error::{Error, Result, non_negative};
 use crate::points::{AsPoints, ContextualArms, Points, check_point};
 
@@ -426,35 +425,28 @@ impl ContextualProblem {
             action_dim: self.env.action_dim(),
         }
     }
+}
 
-    /// Runs `agent` for `horizon` rounds on the joint points and records its choices, rewards
-    /// and regret against the best anchor of each round's context.
-    ///
-    /// # Errors
-    /// Any error of the agent, which is returned as soon as it happens;
-    /// [`Error::ArmOutOfRange`] if the agent picks an index outside the arm set.
-    pub fn run<A: BanditAgent + ?Sized>(
-        &self,
-        agent: &mut A,
-        horizon: usize,
-    ) -> Result<RegretTrace> {
-        let mut trace = RegretTrace::default();
-        for t in 0..horizon {
-            let round = self.round(t);
-            let i = agent.select_from(&round.arms())?;
-            if i >= round.values.len() {
-                return Err(Error::ArmOutOfRange {
-                    index: i,
-                    arms: round.values.len(),
-                });
-            }
-            let reward = round.values[i] + round.noise;
-            agent.update(round.arm(i), reward)?;
-            trace.chosen.push(i);
-            trace.rewards.push(reward);
-            trace.regret.push(round.best_value() - round.values[i]);
-        }
-        Ok(trace)
+impl super::Environment for ContextualProblem {
+    type Round = ContextualRound;
+
+    fn round(&self, t: usize) -> ContextualRound {
+        ContextualProblem::round(self, t)
+    }
+}
+
+impl super::BanditRound for ContextualRound {
+    fn arms(&self) -> Points<'_> {
+        self.arms()
+    }
+    fn arm(&self, i: usize) -> &[f64] {
+        self.arm(i)
+    }
+    fn values(&self) -> &[f64] {
+        &self.values
+    }
+    fn noise(&self) -> f64 {
+        self.noise
     }
 }
 

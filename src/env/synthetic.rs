@@ -4,7 +4,6 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::agent::BanditAgent;
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
 use crate::points::{AsPoints, Points};
@@ -269,33 +268,27 @@ impl<K: Kernel> SyntheticProblem<K> {
             noise: self.config.noise_sd * standard,
         }
     }
+}
 
-    /// Runs `agent` for `horizon` rounds and records its choices, rewards and regret.
-    ///
-    /// # Errors
-    /// Any error of the agent, which is returned as soon as it happens;
-    /// [`Error::ArmOutOfRange`] if the agent picks an index outside the arm set.
-    pub fn run<A: BanditAgent + ?Sized>(
-        &self,
-        agent: &mut A,
-        horizon: usize,
-    ) -> Result<RegretTrace> {
-        let mut trace = RegretTrace::default();
-        for t in 0..horizon {
-            let round = self.round(t);
-            let i = agent.select_from(&round.arms())?;
-            if i >= round.values.len() {
-                return Err(Error::ArmOutOfRange {
-                    index: i,
-                    arms: round.values.len(),
-                });
-            }
-            let reward = round.values[i] + round.noise;
-            agent.update(round.arm(i), reward)?;
-            trace.chosen.push(i);
-            trace.rewards.push(reward);
-            trace.regret.push(round.best_value() - round.values[i]);
-        }
-        Ok(trace)
+impl<K: Kernel> super::Environment for SyntheticProblem<K> {
+    type Round = Round;
+
+    fn round(&self, t: usize) -> Round {
+        SyntheticProblem::round(self, t)
+    }
+}
+
+impl super::BanditRound for Round {
+    fn arms(&self) -> Points<'_> {
+        self.arms()
+    }
+    fn arm(&self, i: usize) -> &[f64] {
+        self.arm(i)
+    }
+    fn values(&self) -> &[f64] {
+        &self.values
+    }
+    fn noise(&self) -> f64 {
+        self.noise
     }
 }

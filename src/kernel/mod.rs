@@ -200,6 +200,20 @@ pub trait KernelExt: Kernel + Sized {
 
 impl<K: Kernel + Sized> KernelExt for K {}
 
+/// Checks that points of dimension `dim` can be compared with stored points of dimension
+/// `stored` (or, with nothing stored yet, that `kernel` accepts them).
+pub(crate) fn check_against_stored<K: Kernel + ?Sized>(
+    kernel: &K,
+    stored: Option<usize>,
+    dim: usize,
+) -> Result<()> {
+    match stored {
+        Some(expected) if expected != dim => Err(Error::DimensionMismatch { expected, got: dim }),
+        Some(_) => Ok(()),
+        None => kernel.check_dim(dim),
+    }
+}
+
 /// Squared Euclidean distance between `x` and `y`, each coordinate multiplied by `inv_scale`
 /// first (so that tiny length-scales overflow to +∞ rather than producing 0·∞ = NaN).
 #[inline]

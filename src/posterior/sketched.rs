@@ -270,13 +270,7 @@ impl<K: Kernel> SketchedPosterior<K> {
 
     /// Checks that points of dimension `dim` can be compared with the stored ones.
     fn check_dim(&self, dim: usize) -> Result<()> {
-        match self.dim {
-            Some(expected) if expected != dim => {
-                Err(Error::DimensionMismatch { expected, got: dim })
-            }
-            Some(_) => Ok(()),
-            None => self.kernel.check_dim(dim),
-        }
+        crate::kernel::check_against_stored(&self.kernel, self.dim, dim)
     }
 
     /// Checks an observation (x, y) without absorbing it; returns k(x, x).

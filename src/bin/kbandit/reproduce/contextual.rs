@@ -12,12 +12,11 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem};
 use kernel_bandits::prelude::*;
-use rayon::prelude::*;
 use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{create_dir, derive_seed, progress_bar, write_file};
+use super::{create_dir, derive_seed, mean_std, run_jobs, write_file};
 use crate::plot::{Curve, regret_plot, tradeoff_plot};
 
 /// Arguments of `kbandit reproduce contextual`.
@@ -189,23 +188,11 @@ fn play<A: BanditAgent>(
     horizon: usize,
 ) -> Result<(Vec<f64>, Vec<f64>), Error> {
     let start = Instant::now();
-    let (mut cumulative, mut elapsed) = (Vec::new(), Vec::new());
-    let mut total = 0.0;
-    for t in 0..horizon {
-        let round = problem.round(t);
-        let i = agent.select_from(&round.arms())?;
-        if i >= round.values.len() {
-            return Err(Error::ArmOutOfRange {
-                index: i,
-                arms: round.values.len(),
-            });
-        }
-        agent.update(round.arm(i), round.values[i] + round.noise)?;
-        total += round.best_value() - round.values[i];
-        cumulative.push(total);
+    let mut elapsed = Vec::with_capacity(horizon);
+    let trace = problem.run_with(agent, horizon, |_, _| {
         elapsed.push(start.elapsed().as_secs_f64());
-    }
-    Ok((cumulative, elapsed))
+    })?;
+    Ok((trace.cumulative(), elapsed))
 }
 
 /// One cell: every repetition of one method on one environment.
@@ -236,16 +223,6 @@ struct ContextualJson {
     kors_gamma: f64,
     bkb_qbar: f64,
     results: Vec<CellJson>,
-}
-
-fn mean_std(values: &[f64]) -> (f64, f64) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n;
-    if values.len() < 2 {
-        return (mean, 0.0);
-    }
-    let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
-    (mean, (ss / (n - 1.0)).sqrt())
 }
 
 fn check_args(args: &ContextualArgs) -> Result<(), String> {
@@ -297,33 +274,16 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         })
         .collect();
     jobs.sort_by_key(|&(_, m, _)| std::cmp::Reverse(m.cost()));
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = args.threads {
-        pool = pool.num_threads(n);
-    }
-    let pool = pool
-        .build()
-        .map_err(|e| format!("cannot start worker threads: {e}"))?;
-    let threads = pool.current_num_threads();
-    let bar = progress_bar(jobs.len() as u64, "contextual");
-    let start = Instant::now();
-    let runs: Vec<Run> = pool.install(|| {
-        jobs.par_iter()
-            .map(|&(env, method, rep)| {
-                let run = run_one(env, method, rep, args).map_err(|e| {
-                    format!(
-                        "{} with {} (repetition {rep}): {e}",
-                        env.title(),
-                        method.tag()
-                    )
-                });
-                bar.inc(1);
-                run
+    let (runs, threads, elapsed) =
+        run_jobs(&jobs, args.threads, "contextual", |&(env, method, rep)| {
+            run_one(env, method, rep, args).map_err(|e| {
+                format!(
+                    "{} with {} (repetition {rep}): {e}",
+                    env.title(),
+                    method.tag()
+                )
             })
-            .collect::<Result<_, String>>()
-    })?;
-    bar.finish_and_clear();
-    let elapsed = start.elapsed().as_secs_f64();
+        })?;
 
     let mut cells = Vec::new();
     for &env in &args.envs {
@@ -335,7 +295,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
                 .map(|(_, run)| run)
                 .collect();
             let curve: Vec<(f64, f64)> = (0..args.horizon)
-                .map(|t| mean_std(&reps.iter().map(|r| r.cumulative[t]).collect::<Vec<_>>()))
+                .map(|t| mean_std(reps.iter().map(|r| r.cumulative[t])))
                 .collect();
             let time_mean = (0..args.horizon)
                 .map(|t| reps.iter().map(|r| r.elapsed[t]).sum::<f64>() / reps.len() as f64)
@@ -430,11 +390,10 @@ fn markdown(args: &ContextualArgs, cells: &[CellJson]) -> String {
         args.horizon, args.lambda, args.beta, args.lengthscale, args.reps, args.seed
     );
     for cell in cells {
-        let (regret, regret_std) = mean_std(&cell.final_regret);
-        let (time, time_std) = mean_std(&cell.wall_time_s);
+        let (regret, regret_std) = mean_std(cell.final_regret.iter().copied());
+        let (time, time_std) = mean_std(cell.wall_time_s.iter().copied());
         let dictionary = cell.dictionary_size.as_ref().map_or("–".to_string(), |d| {
-            let d: Vec<f64> = d.iter().map(|&m| m as f64).collect();
-            let (mean, std) = mean_std(&d);
+            let (mean, std) = mean_std(d.iter().map(|&m| m as f64));
             format!("{mean:.0} ± {std:.0}")
         });
         let method = args

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
 
 /// The experiments `kbandit reproduce` runs.
 #[derive(Debug, Subcommand)]
@@ -110,4 +111,50 @@ fn mix(x: u64) -> u64 {
 /// other settings are selected.
 fn derive_seed(seed: u64, labels: &[u64]) -> u64 {
     labels.iter().fold(mix(seed), |acc, &l| mix(acc ^ mix(l)))
+}
+
+/// Runs `jobs` on a rayon pool of `threads` workers (one per core by default) behind a
+/// progress bar labelled `what`. Returns the results in job order, the number of threads and
+/// the elapsed seconds; the first error stops the run.
+fn run_jobs<J: Sync, R: Send>(
+    jobs: &[J],
+    threads: Option<usize>,
+    what: &str,
+    run: impl Fn(&J) -> Result<R, String> + Sync,
+) -> Result<(Vec<R>, usize, f64), String> {
+    let mut pool = rayon::ThreadPoolBuilder::new();
+    if let Some(n) = threads {
+        pool = pool.num_threads(n);
+    }
+    let pool = pool
+        .build()
+        .map_err(|e| format!("cannot start worker threads: {e}"))?;
+    let bar = progress_bar(jobs.len() as u64, what);
+    let start = std::time::Instant::now();
+    let results = pool.install(|| {
+        jobs.par_iter()
+            .map(|job| {
+                let result = run(job);
+                bar.inc(1);
+                result
+            })
+            .collect::<Result<Vec<R>, String>>()
+    })?;
+    bar.finish_and_clear();
+    Ok((
+        results,
+        pool.current_num_threads(),
+        start.elapsed().as_secs_f64(),
+    ))
+}
+
+/// Sample mean and standard deviation (n − 1 in the denominator; 0 for one value).
+fn mean_std(values: impl ExactSizeIterator<Item = f64> + Clone) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.clone().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, 0.0);
+    }
+    let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
+    (mean, (ss / (n - 1.0)).sqrt())
 }

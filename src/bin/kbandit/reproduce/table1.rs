@@ -11,12 +11,11 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use kernel_bandits::prelude::*;
-// The prelude's one-parameter `Result` would shadow this one.
-use rayon::prelude::*;
 use serde::Serialize;
+// The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{create_dir, derive_seed, progress_bar, write_file};
+use super::{create_dir, derive_seed, mean_std, run_jobs, write_file};
 use crate::plot::{Curve, regret_plot};
 
 /// Arguments of `kbandit reproduce table1`.
@@ -266,17 +265,6 @@ struct Table1Json {
     results: Vec<CellJson>,
 }
 
-/// Sample mean and standard deviation (n − 1 in the denominator; 0 for one value).
-fn mean_std(values: impl ExactSizeIterator<Item = f64> + Clone) -> (f64, f64) {
-    let n = values.len() as f64;
-    let mean = values.clone().sum::<f64>() / n;
-    if values.len() < 2 {
-        return (mean, 0.0);
-    }
-    let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
-    (mean, (ss / (n - 1.0)).sqrt())
-}
-
 /// The first value that appears twice.
 fn first_repeat<T: PartialEq + Copy>(values: &[T]) -> Option<T> {
     values
@@ -343,33 +331,15 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         })
         .collect();
     jobs.sort_by_key(|&(_, m, _)| std::cmp::Reverse(m.cost()));
-    let mut pool = rayon::ThreadPoolBuilder::new();
-    if let Some(n) = args.threads {
-        pool = pool.num_threads(n);
-    }
-    let pool = pool
-        .build()
-        .map_err(|e| format!("cannot start worker threads: {e}"))?;
-    let threads = pool.current_num_threads();
-    let bar = progress_bar(jobs.len() as u64, "table1");
-    let start = Instant::now();
-    let runs: Vec<Run> = pool.install(|| {
-        jobs.par_iter()
-            .map(|&(s, method, rep)| {
-                let run = run_one(settings[s], method, rep, args).map_err(|e| {
-                    format!(
-                        "{} with {} (repetition {rep}): {e}",
-                        settings[s].title(),
-                        method.tag()
-                    )
-                });
-                bar.inc(1);
-                run
-            })
-            .collect::<Result<_, String>>()
+    let (runs, threads, elapsed) = run_jobs(&jobs, args.threads, "table1", |&(s, method, rep)| {
+        run_one(settings[s], method, rep, args).map_err(|e| {
+            format!(
+                "{} with {} (repetition {rep}): {e}",
+                settings[s].title(),
+                method.tag()
+            )
+        })
     })?;
-    bar.finish_and_clear();
-    let elapsed = start.elapsed().as_secs_f64();
 
     // Gather the cells in table order: settings, then methods in the order given.
     let mut cells = Vec::new();
