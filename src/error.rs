@@ -57,6 +57,19 @@ pub enum Error {
         /// The (negative or non-finite) posterior variance that was found.
         pivot: f64,
     },
+    /// An agent built for a fixed arm set was offered a different one.
+    #[error("the arm set differs from the one the agent was built with: {what}")]
+    ArmSetChanged {
+        /// What differs.
+        what: String,
+    },
+    /// An agent that plays pre-planned arms was updated with another arm (or before
+    /// `select`).
+    #[error("update does not match the planned arm: {what}")]
+    UnplannedArm {
+        /// What was expected.
+        what: String,
+    },
     /// An agent chose an arm that is not in the offered set.
     #[error("arm index {index} is out of range for {arms} arms")]
     ArmOutOfRange {

@@ -9,6 +9,7 @@ pub mod env;
 pub mod error;
 pub mod kernel;
 mod linalg;
+pub mod nonstationary;
 pub mod points;
 pub mod posterior;
 pub mod prelude;

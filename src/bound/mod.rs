@@ -25,7 +25,7 @@ mod igp;
 mod k_ucb;
 mod mixture;
 mod params;
-mod sketch;
+pub(crate) mod sketch;
 
 pub use amm::Amm;
 pub use ay::Ay;

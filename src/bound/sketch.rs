@@ -208,7 +208,7 @@ pub(crate) fn sketched_bounds(batch: SketchedBatch, width: f64) -> Result<Bounds
     })
 }
 
-/// The sketched bounds' generator: ChaCha8 (reproducible across platforms), cloned exactly —
+/// The generator of the randomised bounds and agents: ChaCha8 (reproducible across platforms), cloned exactly —
 /// same seed, stream and position — so that a cloned bound draws the same dictionaries as the
 /// original would.
 #[derive(Debug)]
@@ -223,6 +223,12 @@ impl SketchRng {
     pub(crate) fn uniform(&mut self) -> f64 {
         use rand::RngExt;
         self.0.random::<f64>()
+    }
+
+    /// Shuffles `items` uniformly (Fisher–Yates).
+    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+        use rand::seq::SliceRandom;
+        items.shuffle(&mut self.0);
     }
 }
 

@@ -2,12 +2,14 @@
 //! RKHS bandit of paper 001 §7 and the contextual bandits of paper 003 §5.
 
 mod contextual;
+mod drifting;
 mod synthetic;
 
 pub use contextual::{
     BumpParams, ContextualConfig, ContextualEnv, ContextualProblem, ContextualRound,
     ParseContextualEnvError,
 };
+pub use drifting::{DriftingProblem, Piece, unit_grid};
 pub use synthetic::{RegretTrace, Round, SyntheticConfig, SyntheticProblem};
 
 use crate::agent::BanditAgent;

@@ -85,6 +85,16 @@ pub struct Round {
 }
 
 impl Round {
+    /// A round with arms `arms` (row-major, `dim` coordinates each), true values and noise.
+    pub(crate) fn new(dim: usize, arms: Vec<f64>, values: Vec<f64>, noise: f64) -> Self {
+        Self {
+            dim,
+            arms,
+            values,
+            noise,
+        }
+    }
+
     /// The arms as points.
     pub fn arms(&self) -> Points<'_> {
         Points::from_row_major(&self.arms, self.dim).expect("arms are finite by construction")

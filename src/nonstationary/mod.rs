@@ -1,0 +1,21 @@
+//! Non-stationary kernel bandits (paper 004, SPEC §6): rewards f_t that change over time.
+//!
+//! | agent | type | reference |
+//! |---|---|---|
+//! | R-PERP | [`RPerp`] | 004 Alg. 1, Eq. 8, Thm 5 |
+//! | R-GP-UCB | [`Restarting`] | Zhou & Shroff (2021); any UCB bound, restarted every H rounds |
+//!
+//! [`GreedyVariance`] keeps the posterior variance of a fixed candidate set under a growing
+//! set of chosen points (R-PERP's batch selection, the greedy information gain);
+//! [`rperp_interval`], [`gp_ucb_interval`], [`gamma_proxy`] and [`greedy_information_gain`]
+//! give H, W, γ̃_T and γ_T.
+
+mod greedy;
+mod restart;
+mod rperp;
+mod theory;
+
+pub use greedy::GreedyVariance;
+pub use restart::Restarting;
+pub use rperp::{Elimination, RPerp, RPerpParams};
+pub use theory::{gamma_proxy, gp_ucb_interval, greedy_information_gain, rperp_interval};

@@ -1,0 +1,431 @@
+//! R-PERP, restarting phased elimination with random permutation (paper 004 Alg. 1).
+
+use super::{GreedyVariance, rperp_interval};
+use crate::agent::BanditAgent;
+use crate::bound::sketch::SketchRng;
+use crate::error::{Error, Result, non_negative, positive};
+use crate::kernel::Kernel;
+use crate::points::{AsPoints, Points};
+
+/// Settings of [`RPerp`].
+///
+/// | Name | Default | Range | Meaning |
+/// |---|---|---|---|
+/// | `horizon` (T) | required | ≥ 2 | total rounds; intervals after T keep length H |
+/// | `noise` (ρ) | 0.1 | (0, ∞) | the noise is ρ-sub-Gaussian |
+/// | `lambda` (λ) | ρ² | (0, ∞) | GP noise of the batch posteriors |
+/// | `norm_bound` (B) | 1 | [0, ∞) | ‖f_t‖_H ≤ B |
+/// | `delta` (δ) | 0.1 | (0, 1) | failure probability of Eq. 8 |
+/// | `constant` (C) | 1 | (0, ∞) | the absolute constant C of Eq. 8 |
+/// | `width_scale` | 1 | (0, ∞) | multiplies β^{1/2}; 1 is Eq. 8, which eliminates nothing on paper 004 §6's problem (see the measurement); 0.1 is a practical width |
+/// | `width` | Eq. 8 | (0, ∞) | sets β^{1/2} directly (then `width_scale` still applies) |
+/// | `variation` (V_T) | 1 (App. D) | (0, ∞) | total variation, for Thm 5's H |
+/// | `interval` (H) | Thm 5 | [1, T] | restart interval; overrides Thm 5 |
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RPerpParams {
+    horizon: usize,
+    noise: f64,
+    lambda: Option<f64>,
+    norm_bound: f64,
+    delta: f64,
+    constant: f64,
+    width_scale: f64,
+    width: Option<f64>,
+    variation: f64,
+    interval: Option<usize>,
+}
+
+impl RPerpParams {
+    /// The defaults of the table for horizon T.
+    pub fn new(horizon: usize) -> Self {
+        Self {
+            horizon,
+            noise: 0.1,
+            lambda: None,
+            norm_bound: 1.0,
+            delta: 0.1,
+            constant: 1.0,
+            width_scale: 1.0,
+            width: None,
+            variation: 1.0,
+            interval: None,
+        }
+    }
+
+    /// Sets ρ.
+    pub fn noise(mut self, noise: f64) -> Self {
+        self.noise = noise;
+        self
+    }
+
+    /// Sets λ.
+    pub fn lambda(mut self, lambda: f64) -> Self {
+        self.lambda = Some(lambda);
+        self
+    }
+
+    /// Sets B.
+    pub fn norm_bound(mut self, norm_bound: f64) -> Self {
+        self.norm_bound = norm_bound;
+        self
+    }
+
+    /// Sets δ.
+    pub fn delta(mut self, delta: f64) -> Self {
+        self.delta = delta;
+        self
+    }
+
+    /// Sets Eq. 8's constant C.
+    pub fn constant(mut self, constant: f64) -> Self {
+        self.constant = constant;
+        self
+    }
+
+    /// Multiplies β^{1/2} by `scale`.
+    pub fn width_scale(mut self, scale: f64) -> Self {
+        self.width_scale = scale;
+        self
+    }
+
+    /// Sets β^{1/2} directly.
+    pub fn width(mut self, width: f64) -> Self {
+        self.width = Some(width);
+        self
+    }
+
+    /// Sets V_T (for Thm 5's H).
+    pub fn variation(mut self, variation: f64) -> Self {
+        self.variation = variation;
+        self
+    }
+
+    /// Sets H directly.
+    pub fn interval(mut self, interval: usize) -> Self {
+        self.interval = Some(interval);
+        self
+    }
+}
+
+/// One elimination: which interval and batch, the batch size, and how many arms were
+/// potential maximisers before and after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Elimination {
+    /// Interval index i (0-based).
+    pub interval: usize,
+    /// Batch index j within the interval (0-based).
+    pub batch: usize,
+    /// N_j.
+    pub batch_size: usize,
+    /// |X_j|.
+    pub before: usize,
+    /// |X_{j+1}|.
+    pub kept: usize,
+}
+
+/// R-PERP (paper 004 Alg. 1, SPEC §6) on a fixed finite arm set.
+///
+/// Rounds are cut into intervals of length H; each interval restarts from all arms and runs
+/// batches of sizes N_j = min(⌈√(T⁽ⁱ⁾N_{j−1})⌉, remaining), N₀ = 1 (line 5). A batch's points
+/// are picked greedily by maximum posterior variance σ²(x; S) within the potential maximisers
+/// X_j, given the points already picked (line 8; one rank-one update of every candidate's
+/// variance per pick, see [`GreedyVariance`]), then played in a uniformly random order from
+/// the seeded generator (line 11). After a batch that does not end the interval, the arms
+/// with ucb_j(x) ≥ max lcb_j are kept (line 20), with μ and σ from this batch's data only
+/// (GP noise λ) and width β^{1/2} of Eq. 8:
+/// β^{1/2} = B(C/√λ·√ln(4|X|Q/δ) + 1) + (ρ/√λ)√(2 ln(4|X|Q/δ)), Q = ⌈T/H⌉(1 + log₂log₂H).
+///
+/// It has the [`BanditAgent`] surface: `select` returns the next planned arm (the same one
+/// until `update` is called), `update` must report that arm; a different arm set or arm is
+/// an error ([`Error::ArmSetChanged`], [`Error::UnplannedArm`]) and changes nothing.
+#[derive(Debug, Clone)]
+pub struct RPerp<K> {
+    gp: GreedyVariance<K>,
+    params: RPerpParams,
+    lambda: f64,
+    interval_len: usize,
+    width: f64,
+    rng: SketchRng,
+    /// Rounds played.
+    rounds: usize,
+    interval: usize,
+    interval_start: usize,
+    /// T⁽ⁱ⁾.
+    this_interval: usize,
+    played_in_interval: usize,
+    batch_index: usize,
+    previous_batch: usize,
+    active: Vec<usize>,
+    /// The batch in play order, and for each play its index in the greedy (chosen) order.
+    plan: Vec<(usize, usize)>,
+    position: usize,
+    /// Targets of the batch, in chosen order.
+    targets: Vec<f64>,
+    eliminations: Vec<Elimination>,
+    /// (interval, N_j) of every batch planned so far.
+    batches: Vec<(usize, usize)>,
+}
+
+impl<K: Kernel> RPerp<K> {
+    /// R-PERP on the fixed arm set `arms` with `params`; `seed` drives the play order.
+    ///
+    /// # Errors
+    /// Invalid parameters or arms ([`Error::NoArms`], non-finite, dimension).
+    pub fn new<A: AsPoints + ?Sized>(
+        kernel: K,
+        arms: &A,
+        params: RPerpParams,
+        seed: u64,
+    ) -> Result<Self> {
+        let arms = arms.as_points()?;
+        if params.horizon < 2 {
+            return Err(Error::InvalidParameter {
+                name: "horizon",
+                value: params.horizon as f64,
+                expected: "T ≥ 2",
+            });
+        }
+        let noise = positive("noise", params.noise)?;
+        let lambda = positive("lambda", params.lambda.unwrap_or(noise * noise))?;
+        let norm = non_negative("norm_bound", params.norm_bound)?;
+        if !(params.delta > 0.0 && params.delta < 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "delta",
+                value: params.delta,
+                expected: "a number in (0, 1)",
+            });
+        }
+        let constant = positive("constant", params.constant)?;
+        let scale = positive("width_scale", params.width_scale)?;
+        let smoothness = kernel.smoothness();
+        let interval_len = match params.interval {
+            Some(h) if (1..=params.horizon).contains(&h) => h,
+            Some(h) => {
+                return Err(Error::InvalidParameter {
+                    name: "interval",
+                    value: h as f64,
+                    expected: "an integer in [1, T]",
+                });
+            }
+            None => rperp_interval(smoothness, arms.dim(), params.horizon, params.variation)?,
+        };
+        let width = match params.width {
+            Some(w) => positive("width", w)?,
+            None => {
+                let (t, h) = (params.horizon as f64, interval_len as f64);
+                let q = (t / h).ceil() * (1.0 + h.log2().max(1.0).log2());
+                let log = (4.0 * arms.len() as f64 * q / params.delta).ln();
+                norm * (constant / lambda.sqrt() * log.sqrt() + 1.0)
+                    + noise / lambda.sqrt() * (2.0 * log).sqrt()
+            }
+        } * scale;
+        let gp = GreedyVariance::new(kernel, &arms, lambda)?;
+        let active = (0..gp.candidates()).collect();
+        Ok(Self {
+            gp,
+            params,
+            lambda,
+            interval_len,
+            width,
+            rng: SketchRng::new(seed),
+            rounds: 0,
+            interval: 0,
+            interval_start: 0,
+            this_interval: interval_len.min(params.horizon),
+            played_in_interval: 0,
+            batch_index: 0,
+            previous_batch: 1,
+            active,
+            plan: Vec::new(),
+            position: 0,
+            targets: Vec::new(),
+            eliminations: Vec::new(),
+            batches: Vec::new(),
+        })
+    }
+
+    /// The restart interval H in use.
+    pub fn interval_len(&self) -> usize {
+        self.interval_len
+    }
+
+    /// β^{1/2} in use (after `width_scale`).
+    pub fn width(&self) -> f64 {
+        self.width
+    }
+
+    /// The GP noise λ.
+    pub fn lambda(&self) -> f64 {
+        self.lambda
+    }
+
+    /// The parameters.
+    pub fn params(&self) -> &RPerpParams {
+        &self.params
+    }
+
+    /// The current potential maximisers X_j (arm indices).
+    pub fn potential_maximisers(&self) -> &[usize] {
+        &self.active
+    }
+
+    /// Every elimination so far, in order.
+    pub fn eliminations(&self) -> &[Elimination] {
+        &self.eliminations
+    }
+
+    /// (interval, batch size N_j) of every batch planned so far, in order.
+    pub fn batches(&self) -> &[(usize, usize)] {
+        &self.batches
+    }
+
+    /// The current batch's arms in play order (empty before the first `select`).
+    pub fn batch(&self) -> Vec<usize> {
+        self.plan.iter().map(|p| p.0).collect()
+    }
+
+    /// Checks that `arms` is the arm set the agent was built with, coordinate for coordinate.
+    fn check_arms(&self, arms: &Points<'_>) -> Result<()> {
+        let a = self.gp.candidates();
+        if arms.len() != a {
+            return Err(Error::ArmSetChanged {
+                what: format!("{} arms offered, built with {a}", arms.len()),
+            });
+        }
+        let mut mismatch = None;
+        arms.for_each(|i, x| {
+            if mismatch.is_none() && x != self.gp.candidate(i) {
+                mismatch = Some(i);
+            }
+        });
+        match mismatch {
+            Some(i) => Err(Error::ArmSetChanged {
+                what: format!("arm {i} differs"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Starts the next interval (line 1–3).
+    fn next_interval(&mut self) {
+        self.interval += 1;
+        self.interval_start = self.rounds;
+        let remaining = self.params.horizon.saturating_sub(self.rounds);
+        self.this_interval = if remaining == 0 {
+            self.interval_len
+        } else {
+            self.interval_len.min(remaining)
+        };
+        self.played_in_interval = 0;
+        self.batch_index = 0;
+        self.previous_batch = 1;
+        self.active = (0..self.gp.candidates()).collect();
+    }
+
+    /// Plans the next batch (lines 5–11).
+    fn plan_batch(&mut self) {
+        if self.played_in_interval == self.this_interval {
+            self.next_interval();
+        }
+        let remaining = self.this_interval - self.played_in_interval;
+        let size = (((self.this_interval * self.previous_batch) as f64)
+            .sqrt()
+            .ceil() as usize)
+            .clamp(1, remaining);
+        self.batches.push((self.interval, size));
+        self.gp.reset();
+        for _ in 0..size {
+            let j = self
+                .gp
+                .argmax_variance(&self.active)
+                .expect("the potential maximisers are never empty");
+            self.gp.choose(j);
+        }
+        let mut plan: Vec<(usize, usize)> = self
+            .gp
+            .chosen()
+            .iter()
+            .enumerate()
+            .map(|(m, &j)| (j, m))
+            .collect();
+        self.rng.shuffle(&mut plan);
+        self.plan = plan;
+        self.position = 0;
+        self.targets = vec![0.0; size];
+    }
+
+    /// After a batch: eliminate (lines 15–20).
+    fn finish_batch(&mut self) {
+        let size = self.plan.len();
+        self.previous_batch = size;
+        if self.played_in_interval < self.this_interval {
+            let mean = self.gp.mean(&self.targets);
+            let spread: Vec<f64> = self
+                .gp
+                .variances()
+                .iter()
+                .map(|v| self.width * v.sqrt())
+                .collect();
+            let best_lcb = self
+                .active
+                .iter()
+                .map(|&c| mean[c] - spread[c])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let before = self.active.len();
+            self.active.retain(|&c| mean[c] + spread[c] >= best_lcb);
+            self.eliminations.push(Elimination {
+                interval: self.interval,
+                batch: self.batch_index,
+                batch_size: size,
+                before,
+                kept: self.active.len(),
+            });
+        }
+        self.batch_index += 1;
+        self.plan.clear();
+        self.position = 0;
+    }
+}
+
+impl<K: Kernel> BanditAgent for RPerp<K> {
+    fn name(&self) -> String {
+        "r-perp".into()
+    }
+
+    fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
+        if arms.is_empty() {
+            return Err(Error::NoArms);
+        }
+        self.check_arms(arms)?;
+        if self.position == self.plan.len() {
+            self.plan_batch();
+        }
+        Ok(self.plan[self.position].0)
+    }
+
+    fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
+        let Some(&(arm, slot)) = self.plan.get(self.position) else {
+            return Err(Error::UnplannedArm {
+                what: "no arm is planned: call select first".into(),
+            });
+        };
+        if x != self.gp.candidate(arm) {
+            return Err(Error::UnplannedArm {
+                what: format!("arm {arm} was planned"),
+            });
+        }
+        if !y.is_finite() {
+            return Err(Error::NonFinite {
+                what: "observed target".into(),
+            });
+        }
+        self.targets[slot] = y;
+        self.position += 1;
+        self.rounds += 1;
+        self.played_in_interval += 1;
+        if self.position == self.plan.len() {
+            self.finish_batch();
+        }
+        Ok(())
+    }
+}
