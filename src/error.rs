@@ -70,6 +70,12 @@ pub enum Error {
         /// What was expected.
         what: String,
     },
+    /// The operation is not available for this bound or agent.
+    #[error("unsupported: {what}")]
+    Unsupported {
+        /// What is not supported.
+        what: String,
+    },
     /// An agent chose an arm that is not in the offered set.
     #[error("arm index {index} is out of range for {arms} arms")]
     ArmOutOfRange {

@@ -4,7 +4,7 @@
 
 use kernel_bandits::env::{DriftingProblem, unit_grid};
 use kernel_bandits::nonstationary::{
-    GreedyVariance, RPerp, RPerpParams, Restarting, gamma_proxy, gp_ucb_interval,
+    GreedyVariance, RPerp, RPerpParams, Restarting, SlidingWindow, gamma_proxy, gp_ucb_interval,
     greedy_information_gain, rperp_interval,
 };
 use kernel_bandits::prelude::*;
@@ -328,4 +328,115 @@ fn paper_004_environment_switches_twice() {
             .values(0),
         a
     );
+}
+
+/// After many insertions and removals, the downdated factor equals a fresh Cholesky of the
+/// window (1e-9 relative), and the windowed bounds equal fresh bounds on the window's data —
+/// for AMM, DMM and CMM (whose cached eigendecompositions must be dropped).
+#[test]
+fn sliding_window_downdates_match_a_fresh_factorisation() {
+    let kernel = Matern::new(2.5, 0.4).unwrap();
+    let params = BoundParams::new().sigma(0.1).norm_bound(2.0).scale(1.0);
+    let window = 40;
+    let data: Vec<([f64; 2], f64)> = (0..400)
+        .map(|i| {
+            let x = [(i as f64 * 0.618).fract(), (i as f64 * 0.377).fract()];
+            (x, (5.0 * x[0]).sin() + x[1])
+        })
+        .collect();
+    let mut windowed = ExactPosterior::new(kernel, &[0.01, 1.0]).unwrap();
+    for (x, y) in &data {
+        windowed.observe(x, *y).unwrap();
+        if windowed.len() > window {
+            windowed.remove_oldest();
+        }
+    }
+    let mut fresh = ExactPosterior::new(kernel, &[0.01, 1.0]).unwrap();
+    for (x, y) in &data[data.len() - window..] {
+        fresh.observe(x, *y).unwrap();
+    }
+    for r in 0..2 {
+        let (a, b) = (windowed.factor(r), fresh.factor(r));
+        let mut worst = 0.0f64;
+        for i in 0..window {
+            for (p, q) in a.row(i).iter().zip(b.row(i)) {
+                worst = worst.max((p - q).abs());
+            }
+        }
+        assert!(worst < 1e-9, "regulariser {r}: largest difference {worst}");
+        assert!((a.log_det() - b.log_det()).abs() < 1e-9 * b.log_det());
+        assert!((a.quad_form() - b.quad_form()).abs() < 1e-9 * b.quad_form());
+    }
+    let query = unit_grid(5);
+    let bounds: Vec<(Box<dyn ConfidenceBound>, Box<dyn ConfidenceBound>)> = vec![
+        (
+            Box::new(Amm::new(kernel, params).unwrap()),
+            Box::new(Amm::new(kernel, params).unwrap()),
+        ),
+        (
+            Box::new(Dmm::new(kernel, params).unwrap()),
+            Box::new(Dmm::new(kernel, params).unwrap()),
+        ),
+        (
+            Box::new(Cmm::new(kernel, params).unwrap()),
+            Box::new(Cmm::new(kernel, params).unwrap()),
+        ),
+    ];
+    for (mut slid, mut reference) in bounds {
+        for (x, y) in &data[..120] {
+            slid.observe(x, *y).unwrap();
+            // Query now and then, so that CMM has decompositions cached.
+            slid.bounds(&query[..3]).unwrap();
+            if slid.len() > window {
+                slid.remove_oldest().unwrap();
+            }
+        }
+        for (x, y) in &data[120 - window..120] {
+            reference.observe(x, *y).unwrap();
+        }
+        let (a, b) = (
+            slid.bounds(&query).unwrap(),
+            reference.bounds(&query).unwrap(),
+        );
+        for j in 0..query.len() {
+            assert!(
+                (a.ucb[j] - b.ucb[j]).abs() < 1e-7 * b.ucb[j].abs().max(1.0),
+                "{} ucb {j}",
+                slid.name()
+            );
+            assert!(
+                (a.lcb[j] - b.lcb[j]).abs() < 1e-7 * b.lcb[j].abs().max(1.0),
+                "{} lcb {j}",
+                slid.name()
+            );
+        }
+    }
+    // The sketched bounds cannot forget the oldest point: a typed error, no change.
+    let sketch = SketchParams::new().beta(1.0).gamma(1.0);
+    let mut ek = EkUcb::new(kernel, sketch, 0).unwrap();
+    ek.observe(&[0.1, 0.2], 1.0).unwrap();
+    assert!(matches!(ek.remove_oldest(), Err(Error::Unsupported { .. })));
+    assert_eq!(ek.len(), 1);
+    assert!(SlidingWindow::new(EkUcb::new(kernel, sketch, 0).unwrap(), 10).is_err());
+}
+
+#[test]
+fn sliding_window_agent_keeps_the_last_w_points() {
+    let params = BoundParams::new().sigma(0.1).norm_bound(1.0).scale(1.0);
+    let kernel = Rbf::new(0.5).unwrap();
+    let mut agent = SlidingWindow::new(Ay::new(kernel, params).unwrap(), 7).unwrap();
+    let arms = unit_grid(4);
+    let mut played = Vec::new();
+    for t in 0..30 {
+        let i = agent.select(&arms).unwrap();
+        agent.update(&arms[i], (t as f64).cos()).unwrap();
+        played.push((arms[i], (t as f64).cos()));
+    }
+    let bound = agent.agent().bound();
+    assert_eq!(bound.len(), 7);
+    for (k, (x, y)) in played[23..].iter().enumerate() {
+        assert_eq!(bound.posterior().input(k), x);
+        assert_eq!(bound.posterior().targets()[k], *y);
+    }
+    assert!(SlidingWindow::new(Ay::new(kernel, params).unwrap(), 0).is_err());
 }

@@ -744,4 +744,14 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         cache.retain(|s| s.len <= len);
     }
+
+    /// Forgets the oldest observation; the cached decompositions no longer apply.
+    fn remove_oldest(&mut self) -> Result<()> {
+        self.posterior.remove_oldest();
+        self.spectrum
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+        Ok(())
+    }
 }

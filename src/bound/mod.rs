@@ -143,6 +143,21 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// Keeps the first `len` observations and forgets the newer ones (exactly).
     fn truncate(&mut self, len: usize);
 
+    /// Forgets the oldest observation, for a sliding window (SW-GP-UCB): the exact bounds
+    /// downdate their Cholesky factors in O(t²).
+    ///
+    /// # Errors
+    /// [`crate::Error::Unsupported`] for bounds that cannot (the sketched ones); the bound is
+    /// unchanged.
+    fn remove_oldest(&mut self) -> Result<()> {
+        Err(Error::Unsupported {
+            what: format!(
+                "the {} bound cannot forget its oldest observation",
+                self.name()
+            ),
+        })
+    }
+
     /// The index of the point with the largest UCB, the lowest index among ties: the arm a UCB
     /// agent plays. The exact bounds override this to skip most of the O(t²) work per point
     /// that [`ConfidenceBound::evaluate`] does (see [`ExactPosterior::argmax_upper`]).
@@ -216,18 +231,26 @@ macro_rules! forward_bound {
             fn truncate(&mut self, len: usize) {
                 (**self).truncate(len)
             }
+            fn remove_oldest(&mut self) -> Result<()> {
+                (**self).remove_oldest()
+            }
         }
     )*};
 }
 forward_bound!(Box<B>, &mut B);
 
 /// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field;
-/// `forward_posterior!(without truncate)` leaves `truncate` to the bound (for cached state).
+/// `forward_posterior!(without truncate)` leaves `truncate` and `remove_oldest` to the bound
+/// (for cached state).
 macro_rules! forward_posterior {
     () => {
         forward_posterior!(without truncate);
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len)
+        }
+        fn remove_oldest(&mut self) -> $crate::error::Result<()> {
+            self.posterior.remove_oldest();
+            Ok(())
         }
     };
     (without truncate) => {

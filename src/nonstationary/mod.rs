@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | R-PERP | [`RPerp`] | 004 Alg. 1, Eq. 8, Thm 5 |
 //! | R-GP-UCB | [`Restarting`] | Zhou & Shroff (2021); any UCB bound, restarted every H rounds |
+//! | SW-GP-UCB | [`SlidingWindow`] | Zhou & Shroff (2021); any exact UCB bound on the last W points (Cholesky downdates) |
 //!
 //! [`GreedyVariance`] keeps the posterior variance of a fixed candidate set under a growing
 //! set of chosen points (R-PERP's batch selection, the greedy information gain);
@@ -14,8 +15,10 @@ mod greedy;
 mod restart;
 mod rperp;
 mod theory;
+mod window;
 
 pub use greedy::GreedyVariance;
 pub use restart::Restarting;
 pub use rperp::{Elimination, RPerp, RPerpParams};
 pub use theory::{gamma_proxy, gp_ucb_interval, greedy_information_gain, rperp_interval};
+pub use window::SlidingWindow;

@@ -308,6 +308,53 @@ impl CholeskyFactor {
     }
 }
 
+impl CholeskyFactor {
+    /// Forgets the oldest observation: the factor of the remaining t − 1 observations, by an
+    /// O(t²) Cholesky downdate rather than a refactorisation. With L = [[l₁₁, 0], [l₂₁, L₂₂]],
+    /// the remaining matrix is L₂₂L₂₂ᵀ + l₂₁l₂₁ᵀ, whose factor is a rank-one update of L₂₂
+    /// (one Givens-style sweep over its columns). `targets` are the remaining targets, for
+    /// w = L⁻¹y; q_a and ld_a are recomputed from the new factor, so truncation stays exact.
+    pub(crate) fn remove_oldest(&mut self, targets: &[f64]) {
+        let n = self.len.saturating_sub(1);
+        debug_assert_eq!(targets.len(), n);
+        // The trailing block, row-major (row i holds i + 1 entries), and the update vector.
+        let mut rows: Vec<Vec<f64>> = (0..n).map(|i| self.row(i + 1)[1..].to_vec()).collect();
+        let mut x: Vec<f64> = (0..n).map(|i| self.row(i + 1)[0]).collect();
+        for k in 0..n {
+            let lkk = rows[k][k];
+            let r = lkk.hypot(x[k]);
+            let (c, s) = (r / lkk, x[k] / lkk);
+            rows[k][k] = r;
+            for i in k + 1..n {
+                let lik = (rows[i][k] + s * x[i]) / c;
+                x[i] = c * x[i] - s * lik;
+                rows[i][k] = lik;
+            }
+        }
+        let regulariser = self.regulariser;
+        *self = Self::new(regulariser);
+        for (i, row) in rows.iter().enumerate() {
+            let (block, r) = (i / BLOCK_ROWS, i % BLOCK_ROWS);
+            let width = block_width(block);
+            if block == self.blocks.len() {
+                self.blocks.push(vec![0.0; BLOCK_ROWS * width]);
+            }
+            self.blocks[block][r * width..r * width + i + 1].copy_from_slice(row);
+            self.len = i + 1;
+        }
+        let mut w = targets.to_vec();
+        self.forward_solve(&mut w);
+        let (mut q, mut ld) = (0.0, 0.0);
+        for (i, wi) in w.iter().enumerate() {
+            q += wi * wi;
+            ld += (rows[i][i] * rows[i][i] / regulariser).ln();
+            self.quad_form_prefix.push(q);
+            self.log_det_prefix.push(ld);
+        }
+        self.whitened_targets = w;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use nalgebra::{DMatrix, DVector};

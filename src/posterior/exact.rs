@@ -366,6 +366,21 @@ impl<K: Kernel> ExactPosterior<K> {
         self.generation += 1;
     }
 
+    /// Forgets the oldest observation (a sliding window's step): every factor is downdated in
+    /// O(t²) (see [`CholeskyFactor`]), not refactorised. Does nothing without data.
+    pub fn remove_oldest(&mut self) {
+        if self.is_empty() {
+            return;
+        }
+        let d = self.dim.unwrap_or(0);
+        self.inputs.drain(..d);
+        self.targets.remove(0);
+        for factor in &mut self.factors {
+            factor.remove_oldest(&self.targets);
+        }
+        self.generation += 1;
+    }
+
     /// Runs `query` on the reusable query workspace (or on a fresh one while a concurrent
     /// query through `&self` holds it), marked invalid and with one block per regulariser.
     fn with_workspace<R>(&self, query: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
