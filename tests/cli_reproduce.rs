@@ -310,3 +310,64 @@ fn contextual_outputs_have_the_documented_shape() {
     let bad = kbandit(&["reproduce", "contextual", "--methods", "bkb,bkb"], &dir);
     assert_fails_cleanly(&bad, "twice");
 }
+
+/// `reproduce nonstationary` on a short horizon: the documented JSON shape, standard errors,
+/// R-PERP's elimination log, and argument errors.
+#[test]
+fn nonstationary_outputs_have_the_documented_shape() {
+    let dir = scratch_dir("nonstationary");
+    let args = [
+        "reproduce",
+        "nonstationary",
+        "--reps",
+        "2",
+        "--horizon",
+        "200",
+        "--threads",
+        "2",
+    ];
+    let output = kbandit(&args, &dir);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(stdout.contains("| rbf | R-PERP, Eq. 8 width |"), "{stdout}");
+    let text = std::fs::read_to_string(dir.join("nonstationary.json")).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (json["horizon"].as_u64(), json["reps"].as_u64()),
+        (Some(200), Some(2))
+    );
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 10);
+    for cell in results {
+        let method = cell["method"].as_str().unwrap();
+        assert!(["r_perp", "r_perp_theory", "r_gp_ucb", "sw_gp_ucb", "random"].contains(&method));
+        assert!(["rbf", "matern52"].contains(&cell["kernel"].as_str().unwrap()));
+        assert_eq!(cell["final_regret"].as_array().unwrap().len(), 2);
+        let mean = cell["curve_mean"].as_array().unwrap();
+        let se = cell["curve_se"].as_array().unwrap();
+        assert_eq!((mean.len(), se.len()), (200, 200));
+        // s.e. = sample std / √2 for two seeds: |a − b| / 2.
+        let finals: Vec<f64> = cell["final_regret"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        let want = (finals[0] - finals[1]).abs() / 2.0;
+        assert!((se[199].as_f64().unwrap() - want).abs() < 1e-9 * want.max(1.0));
+        assert_eq!(
+            cell.get("eliminations").is_some(),
+            method.starts_with("r_perp")
+        );
+    }
+    for ext in ["png", "svg"] {
+        let path = dir.join(format!("nonstationary_matern52.{ext}"));
+        assert!(
+            std::fs::metadata(&path).unwrap().len() > 1000,
+            "{}",
+            path.display()
+        );
+    }
+    let bad = kbandit(&["reproduce", "nonstationary", "--delta", "1.5"], &dir);
+    assert_fails_cleanly(&bad, "--delta");
+}

@@ -49,6 +49,8 @@ pub struct DriftingProblem {
     dim: usize,
     arms: Vec<f64>,
     rewards: Arc<Rewards>,
+    /// ‖f⁽ᵏ⁾‖_H of each piece, when known (paper 004's functions).
+    norms: Option<Vec<f64>>,
     noise_sd: f64,
     seed: u64,
 }
@@ -89,6 +91,7 @@ impl DriftingProblem {
             dim: arms.dim(),
             arms: flat,
             rewards: Arc::new(rewards),
+            norms: None,
             noise_sd: non_negative("noise_sd", noise_sd)?,
             seed,
         })
@@ -165,6 +168,18 @@ impl DriftingProblem {
             let weights: Vec<f64> = (0..10).map(|_| 2.0 * rng.random::<f64>() - 1.0).collect();
             functions.push((centres, weights));
         }
+        let norms = functions
+            .iter()
+            .map(|(centres, weights)| {
+                let mut sq = 0.0;
+                for (ci, wi) in centres.iter().zip(weights) {
+                    for (cj, wj) in centres.iter().zip(weights) {
+                        sq += wi * wj * kernel.eval(ci, cj);
+                    }
+                }
+                sq.max(0.0).sqrt()
+            })
+            .collect();
         let starts = [0, horizon / 5, 2 * horizon / 5];
         let mut phases = Vec::with_capacity(3);
         for (start, (centres, weights)) in starts.iter().zip(&functions) {
@@ -181,7 +196,15 @@ impl DriftingProblem {
             phases.push((*start, values));
         }
         phases.dedup_by_key(|p| p.0);
-        Self::with(&arms, Rewards::Phases(phases), noise_sd, seed)
+        let mut problem = Self::with(&arms, Rewards::Phases(phases), noise_sd, seed)?;
+        problem.norms = Some(norms);
+        Ok(problem)
+    }
+
+    /// The RKHS norms ‖f⁽ᵏ⁾‖_H = √(αᵀK_x̄x̄α) of paper 004's three functions
+    /// ([`DriftingProblem::paper004`]; `None` for other problems).
+    pub fn rkhs_norms(&self) -> Option<&[f64]> {
+        self.norms.as_deref()
     }
 
     /// The arms, row-major.

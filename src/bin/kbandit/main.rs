@@ -8,6 +8,7 @@
 //! kbandit reproduce table1 [--reps 10] [--out results]
 //! kbandit reproduce bands [--out results]
 //! kbandit reproduce contextual [--reps 5] [--out results]
+//! kbandit reproduce nonstationary [--reps 5] [--out results]
 //! ```
 //!
 //! Errors print one line to stderr, naming the file and line where there is one, and exit

@@ -2,6 +2,7 @@
 
 mod bands;
 mod contextual;
+mod nonstationary;
 mod table1;
 
 use std::ffi::OsString;
@@ -21,6 +22,8 @@ pub enum Experiment {
     Bands(bands::BandsArgs),
     /// Paper 003 §5: EK-UCB, BKB, exact K-UCB and random on three contextual environments.
     Contextual(contextual::ContextualArgs),
+    /// Paper 004 §6 / Figure 2: R-PERP, R-GP-UCB, SW-GP-UCB and random under abrupt changes.
+    Nonstationary(nonstationary::NonstationaryArgs),
 }
 
 /// Runs one experiment.
@@ -29,6 +32,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Table1(args) => table1::run(args),
         Experiment::Bands(args) => bands::run(args),
         Experiment::Contextual(args) => contextual::run(args),
+        Experiment::Nonstationary(args) => nonstationary::run(args),
     }
 }
 

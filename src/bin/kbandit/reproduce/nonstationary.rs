@@ -1,0 +1,445 @@
+//! `kbandit reproduce nonstationary`: paper 004 §6 and Figure 2 (SPEC §6).
+//!
+//! The abrupt-change problem (30 × 30 grid on [0, 1]², three RKHS functions switching at T/5
+//! and 2T/5, N(0, ρ²) noise) with random, R-GP-UCB, SW-GP-UCB and R-PERP — with Eq. 8's width
+//! (`r_perp_theory`) and with a practical width β^{1/2} × 0.1 (`r_perp`) — for SE and Matérn
+//! 5/2 kernels (ℓ = 0.5), GP noise λ = ρ², δ = 0.1, B the largest RKHS norm of the three
+//! functions, H and W from the theory with the realised V_T. The GP-UCB baselines use the
+//! width B + (ρ/√λ)√(2(γ + 1 + ln 1/δ)) on the posterior standard deviation (Chowdhury &
+//! Gopalan 2017, Thm 2), with γ the greedy estimate of the maximum information gain over one
+//! interval / window (Srinivas et al. 2010 §5.1, as the paper does).
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use kernel_bandits::env::DriftingProblem;
+use kernel_bandits::nonstationary::{
+    RPerp, RPerpParams, Restarting, SlidingWindow, gp_ucb_interval, greedy_information_gain,
+    rperp_interval,
+};
+use kernel_bandits::prelude::*;
+use serde::Serialize;
+// The prelude's one-parameter `Result` would shadow this one.
+use std::result::Result;
+
+use super::{create_dir, derive_seed, mean_std, run_jobs, write_file};
+use crate::plot::{Curve, regret_plot};
+
+/// Arguments of `kbandit reproduce nonstationary`.
+#[derive(Debug, Args)]
+pub struct NonstationaryArgs {
+    /// Kernels (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelChoice::Rbf, KernelChoice::Matern52])]
+    kernels: Vec<KernelChoice>,
+    /// Methods (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Method::Random, Method::RGpUcb, Method::SwGpUcb, Method::RPerp, Method::RPerpTheory])]
+    methods: Vec<Method>,
+    /// Repetitions (seeds).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+    /// Rounds T per run.
+    #[arg(long, default_value_t = 5000)]
+    horizon: usize,
+    /// Noise standard deviation ρ (the GP noise is λ = ρ²).
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    noise: f64,
+    /// Confidence level δ.
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    delta: f64,
+    /// `r_perp`'s factor on Eq. 8's β^{1/2}.
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    practical_scale: f64,
+    /// Base seed; every run derives its own from it.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory for nonstationary.json and the plots.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Worker threads [default: one per core].
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum KernelChoice {
+    Rbf,
+    Matern52,
+}
+
+impl KernelChoice {
+    fn tag(self) -> &'static str {
+        match self {
+            Self::Rbf => "rbf",
+            Self::Matern52 => "matern52",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Self::Rbf => "SE",
+            Self::Matern52 => "Matérn 5/2",
+        }
+    }
+}
+
+/// The agents of paper 004 Figure 2, with R-PERP twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Method {
+    Random,
+    RGpUcb,
+    SwGpUcb,
+    RPerp,
+    RPerpTheory,
+}
+
+impl Method {
+    fn tag(self) -> &'static str {
+        match self {
+            Self::Random => "random",
+            Self::RGpUcb => "r_gp_ucb",
+            Self::SwGpUcb => "sw_gp_ucb",
+            Self::RPerp => "r_perp",
+            Self::RPerpTheory => "r_perp_theory",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Self::Random => "Random",
+            Self::RGpUcb => "R-GP-UCB",
+            Self::SwGpUcb => "SW-GP-UCB",
+            Self::RPerp => "R-PERP, practical width (Eq. 8 × 0.1)",
+            Self::RPerpTheory => "R-PERP, Eq. 8 width",
+        }
+    }
+}
+
+/// One run's outcome.
+struct Run {
+    cumulative: Vec<f64>,
+    /// For R-PERP: (batches, batches that eliminated an arm, mean fraction of arms kept).
+    eliminations: Option<(usize, usize, f64)>,
+    /// H or W, and the width multiplying σ (GP-UCB) or β^{1/2} (R-PERP).
+    interval: Option<usize>,
+    width: Option<f64>,
+}
+
+/// Label of the agents' streams, derived from the problem seed.
+const AGENT_LABEL: u64 = 0x61_6765_6e74; // "agent"
+
+fn run_one(
+    kernel: KernelChoice,
+    method: Method,
+    rep: usize,
+    args: &NonstationaryArgs,
+) -> Result<Run, Error> {
+    match kernel {
+        KernelChoice::Rbf => play(Rbf::new(0.5)?, kernel, method, rep, args),
+        KernelChoice::Matern52 => play(Matern::new(2.5, 0.5)?, kernel, method, rep, args),
+    }
+}
+
+fn play<K: Kernel + Copy + 'static>(
+    kernel: K,
+    choice: KernelChoice,
+    method: Method,
+    rep: usize,
+    args: &NonstationaryArgs,
+) -> Result<Run, Error> {
+    let seed = derive_seed(args.seed, &[choice as u64, rep as u64]);
+    let problem = DriftingProblem::paper004(&kernel, args.horizon, args.noise, seed)?;
+    let arms = problem.arms();
+    let variation = problem.variation(args.horizon);
+    let norm = problem
+        .rkhs_norms()
+        .map_or(1.0, |n| n.iter().copied().fold(0.0, f64::max));
+    let lambda = args.noise * args.noise;
+    let agent_seed = derive_seed(seed, &[AGENT_LABEL, method as u64]);
+    let smoothness = kernel.smoothness();
+    let mut run = Run {
+        cumulative: Vec::new(),
+        eliminations: None,
+        interval: None,
+        width: None,
+    };
+    // GP-UCB's width on ρ_λ with γ over `rounds` rounds, as a K-UCB bound (whose β multiplies
+    // ρ_λ/√λ).
+    let gp_ucb = |rounds: usize| -> Result<(KUcb<K>, f64), Error> {
+        let gamma = greedy_information_gain(kernel, &arms, lambda, rounds)?;
+        let width = norm
+            + args.noise / lambda.sqrt() * (2.0 * (gamma + 1.0 + (1.0 / args.delta).ln())).sqrt();
+        Ok((KUcb::new(kernel, lambda, width * lambda.sqrt())?, width))
+    };
+    run.cumulative = match method {
+        Method::Random => problem
+            .run(&mut RandomAgent::new(agent_seed), args.horizon)?
+            .cumulative(),
+        Method::RGpUcb | Method::SwGpUcb => {
+            let h = gp_ucb_interval(smoothness, 2, args.horizon, variation)?;
+            let (bound, width) = gp_ucb(h)?;
+            run.interval = Some(h);
+            run.width = Some(width);
+            if method == Method::RGpUcb {
+                let mut agent = Restarting::new(bound, h)?;
+                problem.run(&mut agent, args.horizon)?.cumulative()
+            } else {
+                let mut agent = SlidingWindow::new(bound, h)?;
+                problem.run(&mut agent, args.horizon)?.cumulative()
+            }
+        }
+        Method::RPerp | Method::RPerpTheory => {
+            let scale = if method == Method::RPerp {
+                args.practical_scale
+            } else {
+                1.0
+            };
+            let h = rperp_interval(smoothness, 2, args.horizon, variation)?;
+            let params = RPerpParams::new(args.horizon)
+                .noise(args.noise)
+                .lambda(lambda)
+                .norm_bound(norm)
+                .delta(args.delta)
+                .interval(h)
+                .width_scale(scale);
+            let mut agent = RPerp::new(kernel, &arms, params, agent_seed)?;
+            let cumulative = problem.run(&mut agent, args.horizon)?.cumulative();
+            let cuts = agent.eliminations();
+            let kept = cuts
+                .iter()
+                .map(|e| e.kept as f64 / e.before as f64)
+                .sum::<f64>()
+                / cuts.len().max(1) as f64;
+            run.eliminations = Some((
+                cuts.len(),
+                cuts.iter().filter(|e| e.kept < e.before).count(),
+                kept,
+            ));
+            run.interval = Some(h);
+            run.width = Some(agent.width());
+            cumulative
+        }
+    };
+    Ok(run)
+}
+
+/// One cell: every repetition of one method with one kernel.
+#[derive(Debug, Serialize)]
+struct CellJson {
+    kernel: &'static str,
+    method: &'static str,
+    final_regret: Vec<f64>,
+    curve_mean: Vec<f64>,
+    curve_se: Vec<f64>,
+    /// Problem seed of each repetition.
+    seeds: Vec<u64>,
+    /// H (R-GP-UCB, R-PERP) or W (SW-GP-UCB) per repetition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    interval: Option<Vec<usize>>,
+    /// The GP-UCB width on σ, or R-PERP's β^{1/2}, per repetition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    width: Option<Vec<f64>>,
+    /// R-PERP: batches, batches that eliminated an arm, mean fraction of arms kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eliminations: Option<Vec<(usize, usize, f64)>>,
+}
+
+#[derive(Debug, Serialize)]
+struct NonstationaryJson {
+    horizon: usize,
+    reps: usize,
+    seed: u64,
+    noise: f64,
+    delta: f64,
+    practical_scale: f64,
+    results: Vec<CellJson>,
+}
+
+fn check_args(args: &NonstationaryArgs) -> Result<(), String> {
+    let fail = |what: &str| Err(format!("invalid arguments: {what}"));
+    if args.reps == 0 || args.horizon < 10 {
+        return fail("--reps must be at least 1 and --horizon at least 10");
+    }
+    if args.kernels.is_empty() || args.methods.is_empty() {
+        return fail("--kernels and --methods need at least one value each");
+    }
+    if !(args.noise.is_finite() && args.noise > 0.0) {
+        return fail(&format!(
+            "--noise {} is not finite and positive",
+            args.noise
+        ));
+    }
+    if !(args.delta > 0.0 && args.delta < 1.0) {
+        return fail(&format!("--delta {} is not in (0, 1)", args.delta));
+    }
+    if !(args.practical_scale.is_finite() && args.practical_scale > 0.0) {
+        return fail("--practical-scale must be finite and positive");
+    }
+    for (i, m) in args.methods.iter().enumerate() {
+        if args.methods[..i].contains(m) {
+            return fail(&format!("--methods lists {} twice", m.tag()));
+        }
+    }
+    for (i, k) in args.kernels.iter().enumerate() {
+        if args.kernels[..i].contains(k) {
+            return fail(&format!("--kernels lists {} twice", k.tag()));
+        }
+    }
+    if args.threads == Some(0) {
+        return fail("--threads must be at least 1");
+    }
+    Ok(())
+}
+
+/// Runs the experiment and writes its outputs.
+pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
+    check_args(args)?;
+    create_dir(&args.out)?;
+    let jobs: Vec<(KernelChoice, Method, usize)> = args
+        .kernels
+        .iter()
+        .flat_map(|&k| {
+            args.methods
+                .iter()
+                .flat_map(move |&m| (0..args.reps).map(move |r| (k, m, r)))
+        })
+        .collect();
+    let (runs, threads, elapsed) = run_jobs(
+        &jobs,
+        args.threads,
+        "nonstationary",
+        |&(kernel, method, rep)| {
+            run_one(kernel, method, rep, args).map_err(|e| {
+                format!(
+                    "{} with {} (repetition {rep}): {e}",
+                    kernel.title(),
+                    method.tag()
+                )
+            })
+        },
+    )?;
+    let mut cells = Vec::new();
+    for &kernel in &args.kernels {
+        for &method in &args.methods {
+            let reps: Vec<&Run> = jobs
+                .iter()
+                .zip(&runs)
+                .filter(|((k, m, _), _)| *k == kernel && *m == method)
+                .map(|(_, run)| run)
+                .collect();
+            let n = reps.len() as f64;
+            let curve: Vec<(f64, f64)> = (0..args.horizon)
+                .map(|t| {
+                    let (mean, std) = mean_std(reps.iter().map(|r| r.cumulative[t]));
+                    (mean, std / n.sqrt())
+                })
+                .collect();
+            cells.push(CellJson {
+                kernel: kernel.tag(),
+                method: method.tag(),
+                final_regret: reps
+                    .iter()
+                    .map(|r| r.cumulative[args.horizon - 1])
+                    .collect(),
+                curve_mean: curve.iter().map(|c| c.0).collect(),
+                curve_se: curve.iter().map(|c| c.1).collect(),
+                seeds: (0..args.reps)
+                    .map(|r| derive_seed(args.seed, &[kernel as u64, r as u64]))
+                    .collect(),
+                interval: reps.iter().map(|r| r.interval).collect(),
+                width: reps.iter().map(|r| r.width).collect(),
+                eliminations: reps.iter().map(|r| r.eliminations).collect(),
+            });
+        }
+    }
+    print!("{}", markdown(args, &cells));
+    let json = NonstationaryJson {
+        horizon: args.horizon,
+        reps: args.reps,
+        seed: args.seed,
+        noise: args.noise,
+        delta: args.delta,
+        practical_scale: args.practical_scale,
+        results: cells,
+    };
+    let json_path = args.out.join("nonstationary.json");
+    let text = serde_json::to_string(&json).map_err(|e| format!("cannot encode JSON: {e}"))?;
+    write_file(&json_path, &text)?;
+    let mut plots = Vec::new();
+    for (kernel, cells) in args
+        .kernels
+        .iter()
+        .zip(json.results.chunks(args.methods.len()))
+    {
+        let curves: Vec<Curve<'_>> = args
+            .methods
+            .iter()
+            .zip(cells)
+            .map(|(m, c)| Curve {
+                label: m.title(),
+                mean: &c.curve_mean,
+                std: &c.curve_se,
+            })
+            .collect();
+        let stem = args.out.join(format!("nonstationary_{}", kernel.tag()));
+        let title = format!(
+            "{} kernel, changes at T/5 and 2T/5: cumulative regret, mean ± 1 s.e. over {} seeds",
+            kernel.title(),
+            args.reps
+        );
+        regret_plot(&stem, &title, &curves)?;
+        plots.push(stem);
+    }
+    eprintln!(
+        "nonstationary: {} runs in {elapsed:.1} s on {threads} threads; wrote {} and the plots {}",
+        jobs.len(),
+        json_path.display(),
+        plots
+            .iter()
+            .map(|p| format!("{}.{{png,svg}}", p.display()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+/// Final regret (mean ± s.e.) per kernel and method, with H/W, widths and eliminations.
+fn markdown(args: &NonstationaryArgs, cells: &[CellJson]) -> String {
+    let mut out = format!(
+        "Non-stationary bandit (paper 004 §6), T = {}, ρ = {}, δ = {}: final cumulative regret, \
+         mean ± s.e. over {} seeds (seed {})\n\n| kernel | method | final regret | H or W | \
+         width | eliminations |\n|---|---|---:|---:|---:|---|\n",
+        args.horizon, args.noise, args.delta, args.reps, args.seed
+    );
+    for cell in cells {
+        let n = cell.final_regret.len() as f64;
+        let (mean, std) = mean_std(cell.final_regret.iter().copied());
+        let interval = cell.interval.as_ref().map_or("–".into(), |h| {
+            let (m, _) = mean_std(h.iter().map(|&v| v as f64));
+            format!("{m:.0}")
+        });
+        let width = cell.width.as_ref().map_or("–".into(), |w| {
+            let (m, _) = mean_std(w.iter().copied());
+            format!("{m:.2}")
+        });
+        let eliminations = cell.eliminations.as_ref().map_or("–".into(), |e| {
+            let batches: usize = e.iter().map(|x| x.0).sum();
+            let cutting: usize = e.iter().map(|x| x.1).sum();
+            let (kept, _) = mean_std(e.iter().map(|x| x.2));
+            format!(
+                "{cutting} of {batches} batches eliminated arms; {:.0}% kept on average",
+                100.0 * kept
+            )
+        });
+        let method = args
+            .methods
+            .iter()
+            .find(|m| m.tag() == cell.method)
+            .map_or(cell.method, |m| m.title());
+        out.push_str(&format!(
+            "| {} | {method} | {mean:.1} ± {:.1} | {interval} | {width} | {eliminations} |\n",
+            cell.kernel,
+            std / n.sqrt()
+        ));
+    }
+    out
+}
