@@ -16,7 +16,7 @@ use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{create_dir, derive_seed, mean_std, run_jobs, write_file};
+use super::{announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json};
 use crate::plot::{Curve, regret_plot, tradeoff_plot};
 
 /// Arguments of `kbandit reproduce contextual`.
@@ -244,15 +244,11 @@ fn check_args(args: &ContextualArgs) -> Result<(), String> {
             return fail(&format!("{name} {v} is not finite and positive"));
         }
     }
-    for (i, m) in args.methods.iter().enumerate() {
-        if args.methods[..i].contains(m) {
-            return fail(&format!("--methods lists {} twice", m.tag()));
-        }
+    if let Some(m) = first_repeat(&args.methods) {
+        return fail(&format!("--methods lists {} twice", m.tag()));
     }
-    for (i, e) in args.envs.iter().enumerate() {
-        if args.envs[..i].contains(e) {
-            return fail(&format!("--envs lists {} twice", e.env().name()));
-        }
+    if let Some(e) = first_repeat(&args.envs) {
+        return fail(&format!("--envs lists {} twice", e.env().name()));
     }
     if args.threads == Some(0) {
         return fail("--threads must be at least 1");
@@ -331,8 +327,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         results: cells,
     };
     let json_path = args.out.join("contextual.json");
-    let text = serde_json::to_string(&json).map_err(|e| format!("cannot encode JSON: {e}"))?;
-    write_file(&json_path, &text)?;
+    write_json(&json_path, &json)?;
     let mut plots = Vec::new();
     for (env, cells) in args
         .envs
@@ -368,15 +363,13 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         tradeoff_plot(&stem, &title, &curves, &times)?;
         plots.push(stem);
     }
-    eprintln!(
-        "contextual: {} runs in {elapsed:.1} s on {threads} threads; wrote {} and the plots {}",
+    announce(
+        "contextual",
         jobs.len(),
-        json_path.display(),
-        plots
-            .iter()
-            .map(|p| format!("{}.{{png,svg}}", p.display()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        elapsed,
+        threads,
+        &[&json_path],
+        &plots,
     );
     Ok(())
 }

@@ -162,3 +162,39 @@ fn mean_std(values: impl ExactSizeIterator<Item = f64> + Clone) -> (f64, f64) {
     let ss: f64 = values.map(|v| (v - mean) * (v - mean)).sum();
     (mean, (ss / (n - 1.0)).sqrt())
 }
+
+/// Writes `value` as JSON to `path`.
+fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<(), String> {
+    let text = serde_json::to_string(value).map_err(|e| format!("cannot encode JSON: {e}"))?;
+    write_file(path, &text)
+}
+
+/// The closing line on stderr: how many runs, in how long, and the files written.
+fn announce(
+    what: &str,
+    runs: usize,
+    elapsed: f64,
+    threads: usize,
+    files: &[&Path],
+    plots: &[std::path::PathBuf],
+) {
+    let files: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let plots: Vec<String> = plots
+        .iter()
+        .map(|p| format!("{}.{{png,svg}}", p.display()))
+        .collect();
+    eprintln!(
+        "{what}: {runs} runs in {elapsed:.1} s on {threads} threads; wrote {} and the plots {}",
+        files.join(", "),
+        plots.join(", ")
+    );
+}
+
+/// The first value that appears twice.
+fn first_repeat<T: PartialEq + Copy>(values: &[T]) -> Option<T> {
+    values
+        .iter()
+        .enumerate()
+        .find(|(i, v)| values[..*i].contains(v))
+        .map(|(_, v)| *v)
+}

@@ -22,7 +22,7 @@ use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{create_dir, derive_seed, mean_std, run_jobs, write_file};
+use super::{announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json};
 use crate::plot::{Curve, regret_plot};
 
 /// Arguments of `kbandit reproduce nonstationary`.
@@ -274,15 +274,11 @@ fn check_args(args: &NonstationaryArgs) -> Result<(), String> {
     if !(args.practical_scale.is_finite() && args.practical_scale > 0.0) {
         return fail("--practical-scale must be finite and positive");
     }
-    for (i, m) in args.methods.iter().enumerate() {
-        if args.methods[..i].contains(m) {
-            return fail(&format!("--methods lists {} twice", m.tag()));
-        }
+    if let Some(m) = first_repeat(&args.methods) {
+        return fail(&format!("--methods lists {} twice", m.tag()));
     }
-    for (i, k) in args.kernels.iter().enumerate() {
-        if args.kernels[..i].contains(k) {
-            return fail(&format!("--kernels lists {} twice", k.tag()));
-        }
+    if let Some(k) = first_repeat(&args.kernels) {
+        return fail(&format!("--kernels lists {} twice", k.tag()));
     }
     if args.threads == Some(0) {
         return fail("--threads must be at least 1");
@@ -362,8 +358,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
         results: cells,
     };
     let json_path = args.out.join("nonstationary.json");
-    let text = serde_json::to_string(&json).map_err(|e| format!("cannot encode JSON: {e}"))?;
-    write_file(&json_path, &text)?;
+    write_json(&json_path, &json)?;
     let mut plots = Vec::new();
     for (kernel, cells) in args
         .kernels
@@ -389,15 +384,13 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
         regret_plot(&stem, &title, &curves)?;
         plots.push(stem);
     }
-    eprintln!(
-        "nonstationary: {} runs in {elapsed:.1} s on {threads} threads; wrote {} and the plots {}",
+    announce(
+        "nonstationary",
         jobs.len(),
-        json_path.display(),
-        plots
-            .iter()
-            .map(|p| format!("{}.{{png,svg}}", p.display()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        elapsed,
+        threads,
+        &[&json_path],
+        &plots,
     );
     Ok(())
 }

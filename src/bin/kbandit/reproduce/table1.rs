@@ -15,7 +15,7 @@ use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{create_dir, derive_seed, mean_std, run_jobs, write_file};
+use super::{announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json};
 use crate::plot::{Curve, regret_plot};
 
 /// Arguments of `kbandit reproduce table1`.
@@ -265,15 +265,6 @@ struct Table1Json {
     results: Vec<CellJson>,
 }
 
-/// The first value that appears twice.
-fn first_repeat<T: PartialEq + Copy>(values: &[T]) -> Option<T> {
-    values
-        .iter()
-        .enumerate()
-        .find(|(i, v)| values[..*i].contains(v))
-        .map(|(_, v)| *v)
-}
-
 fn check_args(args: &Table1Args) -> Result<(), String> {
     let fail = |what: &str| Err(format!("invalid arguments: {what}"));
     if args.dims == 0 {
@@ -385,8 +376,7 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         results: cells,
     };
     let json_path = args.out.join("table1.json");
-    let text = serde_json::to_string(&json).map_err(|e| format!("cannot encode JSON: {e}"))?;
-    write_file(&json_path, &text)?;
+    write_json(&json_path, &json)?;
     write_csv(&args.out.join("table1.csv"), &json)?;
     let mut plots = Vec::new();
     for (setting, cells) in settings.iter().zip(json.results.chunks(args.methods.len())) {
@@ -414,16 +404,14 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         regret_plot(&stem, &title, &curves)?;
         plots.push(stem);
     }
-    eprintln!(
-        "table1: {} runs in {elapsed:.1} s on {threads} threads; wrote {}, {} and the plots {}",
+    let csv_path = args.out.join("table1.csv");
+    announce(
+        "table1",
         jobs.len(),
-        json_path.display(),
-        args.out.join("table1.csv").display(),
-        plots
-            .iter()
-            .map(|p| format!("{}.{{png,svg}}", p.display()))
-            .collect::<Vec<_>>()
-            .join(", ")
+        elapsed,
+        threads,
+        &[&json_path, &csv_path],
+        &plots,
     );
     Ok(())
 }
