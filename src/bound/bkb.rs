@@ -50,8 +50,6 @@ pub struct Bkb<K> {
     /// (ξ, F) for Theorem 2's width; `None` for a fixed β̃.
     theory: Option<(f64, f64)>,
     rng: SketchRng,
-    /// Largest k(x, x) over the observed points.
-    kappa_sq: f64,
     /// Σ_s σ̃_t²(x_s) over all observations, under the current dictionary.
     played_variance: f64,
 }
@@ -82,7 +80,6 @@ impl<K: Kernel> Bkb<K> {
             params,
             qbar,
             rng: SketchRng::new(seed),
-            kappa_sq: 0.0,
             played_variance: 0.0,
         })
     }
@@ -114,7 +111,14 @@ impl<K: Kernel> Bkb<K> {
             (None, Some((xi, norm))) => {
                 let p = &self.params;
                 let t = self.posterior.len().max(1) as f64;
-                let log_factor = (self.kappa_sq * t).ln().max(0.0);
+                // κ²: the largest k(x, x) over the observed points.
+                let kappa_sq = self
+                    .posterior
+                    .prior_variances()
+                    .iter()
+                    .copied()
+                    .fold(0.0, f64::max);
+                let log_factor = (kappa_sq * t).ln().max(0.0);
                 2.0 * xi * (p.alpha() * log_factor * self.played_variance - p.delta.ln()).sqrt()
                     + (1.0 + 1.0 / (1.0 - p.epsilon).sqrt()) * p.lambda.sqrt() * norm
             }
@@ -173,7 +177,6 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
             self.truncate(before);
             return Err(error);
         }
-        self.kappa_sq = self.kappa_sq.max(self.posterior.kernel().eval_diag(x));
         Ok(())
     }
 
@@ -194,10 +197,6 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
     /// remain; the next update resamples it as usual.
     fn truncate(&mut self, len: usize) {
         self.posterior.truncate(len);
-        let kernel = self.posterior.kernel();
-        self.kappa_sq = (0..self.posterior.distinct())
-            .map(|i| kernel.eval_diag(self.posterior.point(i)))
-            .fold(0.0, f64::max);
         self.refresh_played_variance();
     }
 }

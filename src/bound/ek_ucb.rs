@@ -256,9 +256,8 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
     fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
         let prior = self.posterior.check_observation(x, y)?;
         let column = self.posterior.dictionary_column(x)?;
-        let variance = self
-            .posterior
-            .variance_from(prior, &self.posterior.embed(&column));
+        let z = self.posterior.embed(&column);
+        let variance = self.posterior.variance_from(prior, &z);
         let (tau, whitened) = self.leverage(prior, &column);
         let step = self.posterior.len();
         let p = if step == 0 {
@@ -267,7 +266,7 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
             (self.gamma * tau).min(1.0)
         };
         let draw = self.rng.uniform() < p;
-        let index = self.posterior.observe(x, y)?;
+        let index = self.posterior.observe_embedded(x, y, prior, z)?;
         if draw {
             match self.posterior.add_anchor(index) {
                 Ok(true) => {

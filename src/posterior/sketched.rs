@@ -295,6 +295,11 @@ impl<K: Kernel> SketchedPosterior<K> {
         }
     }
 
+    /// k(xᵢ, xᵢ) for every distinct observed point.
+    pub(crate) fn prior_variances(&self) -> &[f64] {
+        &self.prior
+    }
+
     /// k_Z(x): the kernel between `x` and every anchor.
     ///
     /// # Errors
@@ -334,13 +339,31 @@ impl<K: Kernel> SketchedPosterior<K> {
     /// nothing changes.
     pub fn observe(&mut self, x: &[f64], y: f64) -> Result<usize> {
         let prior = self.check_observation(x, y)?;
+        let z = match self.index.get(&key(x)) {
+            Some(_) => Vec::new(),
+            None => self.embed(&self.dictionary_column(x)?),
+        };
+        self.observe_embedded(x, y, prior, z)
+    }
+
+    /// [`SketchedPosterior::observe`] for an (x, y) already checked by
+    /// [`SketchedPosterior::check_observation`], with k(x, x) = `prior` and `z` = z(x) under the
+    /// current dictionary (ignored, and may be empty, when x was observed before: its stored
+    /// embedding is used). For callers that computed z(x) anyway.
+    ///
+    /// # Errors
+    /// As [`SketchedPosterior::observe`].
+    pub(crate) fn observe_embedded(
+        &mut self,
+        x: &[f64],
+        y: f64,
+        prior: f64,
+        z: Vec<f64>,
+    ) -> Result<usize> {
         let key = key(x);
         let (index, z) = match self.index.get(&key) {
             Some(&i) => (i, self.embedding.col(i).iter().copied().collect::<Vec<_>>()),
-            None => {
-                let column = self.dictionary_column(x)?;
-                (self.prior.len(), self.embed(&column))
-            }
+            None => (self.prior.len(), z),
         };
         let m = self.anchors.len();
         if m > 0 {

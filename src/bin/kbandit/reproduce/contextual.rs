@@ -6,7 +6,6 @@
 //! UCB method, KORS budget γ = 0.1λ and ε = 0.5. Every method of a repetition plays the same
 //! contexts and noise. Wall times are per run, each run on one core.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
@@ -16,7 +15,9 @@ use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json};
+use super::{
+    RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,
+};
 use crate::plot::{Curve, regret_plot, tradeoff_plot};
 
 /// Arguments of `kbandit reproduce contextual`.
@@ -49,15 +50,8 @@ pub struct ContextualArgs {
     /// BKB's oversampling q̄ (inclusion probability min(1, q̄σ̃²)).
     #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     qbar: f64,
-    /// Base seed; every run derives its own from it.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output directory for contextual.json and the plots.
-    #[arg(long, default_value = "results")]
-    out: PathBuf,
-    /// Worker threads [default: one per core].
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    run: RunOptions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -142,7 +136,7 @@ fn run_one(
     rep: usize,
     args: &ContextualArgs,
 ) -> Result<Run, Error> {
-    let seed = derive_seed(args.seed, &[env as u64, rep as u64]);
+    let seed = derive_seed(args.run.seed, &[env as u64, rep as u64]);
     let problem = ContextualProblem::new(env.env(), ContextualConfig::default(), seed)?;
     let kernel = Rbf::new(args.lengthscale)?;
     let agent_seed = derive_seed(seed, &[AGENT_LABEL, method as u64]);
@@ -250,16 +244,14 @@ fn check_args(args: &ContextualArgs) -> Result<(), String> {
     if let Some(e) = first_repeat(&args.envs) {
         return fail(&format!("--envs lists {} twice", e.env().name()));
     }
-    if args.threads == Some(0) {
-        return fail("--threads must be at least 1");
-    }
+    args.run.check()?;
     Ok(())
 }
 
 /// Runs the experiment and writes its outputs.
 pub fn run(args: &ContextualArgs) -> Result<(), String> {
     check_args(args)?;
-    create_dir(&args.out)?;
+    create_dir(&args.run.out)?;
     let mut jobs: Vec<(EnvChoice, Method, usize)> = args
         .envs
         .iter()
@@ -270,8 +262,11 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         })
         .collect();
     jobs.sort_by_key(|&(_, m, _)| std::cmp::Reverse(m.cost()));
-    let (runs, threads, elapsed) =
-        run_jobs(&jobs, args.threads, "contextual", |&(env, method, rep)| {
+    let (runs, threads, elapsed) = run_jobs(
+        &jobs,
+        args.run.threads,
+        "contextual",
+        |&(env, method, rep)| {
             run_one(env, method, rep, args).map_err(|e| {
                 format!(
                     "{} with {} (repetition {rep}): {e}",
@@ -279,7 +274,8 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
                     method.tag()
                 )
             })
-        })?;
+        },
+    )?;
 
     let mut cells = Vec::new();
     for &env in &args.envs {
@@ -306,7 +302,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
                 wall_time_s: reps.iter().map(|r| r.elapsed[args.horizon - 1]).collect(),
                 dictionary_size: reps.iter().map(|r| r.dictionary_size).collect(),
                 seeds: (0..args.reps)
-                    .map(|r| derive_seed(args.seed, &[env as u64, r as u64]))
+                    .map(|r| derive_seed(args.run.seed, &[env as u64, r as u64]))
                     .collect(),
                 curve_mean: curve.iter().map(|c| c.0).collect(),
                 curve_std: curve.iter().map(|c| c.1).collect(),
@@ -318,7 +314,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
     let json = ContextualJson {
         horizon: args.horizon,
         reps: args.reps,
-        seed: args.seed,
+        seed: args.run.seed,
         lambda: args.lambda,
         beta: args.beta,
         lengthscale: args.lengthscale,
@@ -326,7 +322,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         bkb_qbar: args.qbar,
         results: cells,
     };
-    let json_path = args.out.join("contextual.json");
+    let json_path = args.run.out.join("contextual.json");
     write_json(&json_path, &json)?;
     let mut plots = Vec::new();
     for (env, cells) in args
@@ -345,7 +341,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
             })
             .collect();
         let name = env.env().name();
-        let stem = args.out.join(format!("contextual_{name}_regret"));
+        let stem = args.run.out.join(format!("contextual_{name}_regret"));
         let title = format!(
             "{}: cumulative regret, mean ± 1 std over {} repetitions",
             env.title(),
@@ -354,7 +350,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         regret_plot(&stem, &title, &curves)?;
         plots.push(stem);
         let times: Vec<&[f64]> = cells.iter().map(|c| c.time_mean.as_slice()).collect();
-        let stem = args.out.join(format!("contextual_{name}_time"));
+        let stem = args.run.out.join(format!("contextual_{name}_time"));
         let title = format!(
             "{}: cumulative regret vs running time (mean over {} repetitions)",
             env.title(),
@@ -380,7 +376,7 @@ fn markdown(args: &ContextualArgs, cells: &[CellJson]) -> String {
         "Contextual bandits (paper 003 §5), T = {}, λ = μ = {}, β̃ = {}, ℓ = {}: mean ± std over \
          {} repetitions (seed {})\n\n| environment | method | final regret | wall time (s) | \
          dictionary size |\n|---|---|---:|---:|---:|\n",
-        args.horizon, args.lambda, args.beta, args.lengthscale, args.reps, args.seed
+        args.horizon, args.lambda, args.beta, args.lengthscale, args.reps, args.run.seed
     );
     for cell in cells {
         let (regret, regret_std) = mean_std(cell.final_regret.iter().copied());

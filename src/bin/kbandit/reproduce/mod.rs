@@ -36,6 +36,30 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
     }
 }
 
+/// The options every regret experiment shares: its seed, where it writes, and its threads.
+#[derive(Debug, Args)]
+pub struct RunOptions {
+    /// Base seed; every run derives its own from it.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Output directory for the JSON (and CSV) results and the plots.
+    #[arg(long, default_value = "results")]
+    out: std::path::PathBuf,
+    /// Worker threads [default: one per core].
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+impl RunOptions {
+    /// Checks the thread count.
+    fn check(&self) -> Result<(), String> {
+        if self.threads == Some(0) {
+            return Err("invalid arguments: --threads must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
 /// Arguments of `kbandit demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {

@@ -9,8 +9,6 @@
 //! Gopalan 2017, Thm 2), with γ the greedy estimate of the maximum information gain over one
 //! interval / window (Srinivas et al. 2010 §5.1, as the paper does).
 
-use std::path::PathBuf;
-
 use clap::{Args, ValueEnum};
 use kernel_bandits::env::DriftingProblem;
 use kernel_bandits::nonstationary::{
@@ -22,7 +20,9 @@ use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json};
+use super::{
+    RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,
+};
 use crate::plot::{Curve, regret_plot};
 
 /// Arguments of `kbandit reproduce nonstationary`.
@@ -49,15 +49,8 @@ pub struct NonstationaryArgs {
     /// `r_perp`'s factor on Eq. 8's β^{1/2}.
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     practical_scale: f64,
-    /// Base seed; every run derives its own from it.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output directory for nonstationary.json and the plots.
-    #[arg(long, default_value = "results")]
-    out: PathBuf,
-    /// Worker threads [default: one per core].
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    run: RunOptions,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -146,7 +139,7 @@ fn play<K: Kernel + Copy + 'static>(
     rep: usize,
     args: &NonstationaryArgs,
 ) -> Result<Run, Error> {
-    let seed = derive_seed(args.seed, &[choice as u64, rep as u64]);
+    let seed = derive_seed(args.run.seed, &[choice as u64, rep as u64]);
     let problem = DriftingProblem::paper004(&kernel, args.horizon, args.noise, seed)?;
     let arms = problem.arms();
     let variation = problem.variation(args.horizon);
@@ -280,16 +273,14 @@ fn check_args(args: &NonstationaryArgs) -> Result<(), String> {
     if let Some(k) = first_repeat(&args.kernels) {
         return fail(&format!("--kernels lists {} twice", k.tag()));
     }
-    if args.threads == Some(0) {
-        return fail("--threads must be at least 1");
-    }
+    args.run.check()?;
     Ok(())
 }
 
 /// Runs the experiment and writes its outputs.
 pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
     check_args(args)?;
-    create_dir(&args.out)?;
+    create_dir(&args.run.out)?;
     let jobs: Vec<(KernelChoice, Method, usize)> = args
         .kernels
         .iter()
@@ -301,7 +292,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
         .collect();
     let (runs, threads, elapsed) = run_jobs(
         &jobs,
-        args.threads,
+        args.run.threads,
         "nonstationary",
         |&(kernel, method, rep)| {
             run_one(kernel, method, rep, args).map_err(|e| {
@@ -339,7 +330,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
                 curve_mean: curve.iter().map(|c| c.0).collect(),
                 curve_se: curve.iter().map(|c| c.1).collect(),
                 seeds: (0..args.reps)
-                    .map(|r| derive_seed(args.seed, &[kernel as u64, r as u64]))
+                    .map(|r| derive_seed(args.run.seed, &[kernel as u64, r as u64]))
                     .collect(),
                 interval: reps.iter().map(|r| r.interval).collect(),
                 width: reps.iter().map(|r| r.width).collect(),
@@ -351,13 +342,13 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
     let json = NonstationaryJson {
         horizon: args.horizon,
         reps: args.reps,
-        seed: args.seed,
+        seed: args.run.seed,
         noise: args.noise,
         delta: args.delta,
         practical_scale: args.practical_scale,
         results: cells,
     };
-    let json_path = args.out.join("nonstationary.json");
+    let json_path = args.run.out.join("nonstationary.json");
     write_json(&json_path, &json)?;
     let mut plots = Vec::new();
     for (kernel, cells) in args
@@ -375,7 +366,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
                 std: &c.curve_se,
             })
             .collect();
-        let stem = args.out.join(format!("nonstationary_{}", kernel.tag()));
+        let stem = args.run.out.join(format!("nonstationary_{}", kernel.tag()));
         let title = format!(
             "{} kernel, changes at T/5 and 2T/5: cumulative regret, mean ± 1 s.e. over {} seeds",
             kernel.title(),
@@ -401,7 +392,7 @@ fn markdown(args: &NonstationaryArgs, cells: &[CellJson]) -> String {
         "Non-stationary bandit (paper 004 §6), T = {}, ρ = {}, δ = {}: final cumulative regret, \
          mean ± s.e. over {} seeds (seed {})\n\n| kernel | method | final regret | H or W | \
          width | eliminations |\n|---|---|---:|---:|---:|---|\n",
-        args.horizon, args.noise, args.delta, args.reps, args.seed
+        args.horizon, args.noise, args.delta, args.reps, args.run.seed
     );
     for cell in cells {
         let n = cell.final_regret.len() as f64;

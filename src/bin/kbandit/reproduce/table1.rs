@@ -6,7 +6,7 @@
 //! each job's randomness is a function of (seed, kernel, length-scale, repetition) only, so the
 //! results do not depend on the thread count or on which other settings are selected.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
@@ -15,7 +15,9 @@ use serde::Serialize;
 // The prelude's one-parameter `Result` would shadow this one.
 use std::result::Result;
 
-use super::{announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json};
+use super::{
+    RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,
+};
 use crate::plot::{Curve, regret_plot};
 
 /// Arguments of `kbandit reproduce table1`.
@@ -40,15 +42,8 @@ pub struct Table1Args {
     /// Rounds T per run.
     #[arg(long, default_value_t = 1000)]
     horizon: usize,
-    /// Base seed; every run derives its own from it.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    /// Output directory for table1.json, table1.csv and the plots.
-    #[arg(long, default_value = "results")]
-    out: PathBuf,
-    /// Worker threads [default: one per core].
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    run: RunOptions,
 }
 
 /// The kernels of paper 001 §7.
@@ -195,7 +190,7 @@ struct Run {
 
 /// One run of `method` on repetition `rep` of `setting`.
 fn run_one(setting: Setting, method: Method, rep: usize, args: &Table1Args) -> Result<Run, Error> {
-    let seed = setting.seed(args.seed, rep);
+    let seed = setting.seed(args.run.seed, rep);
     let l = setting.lengthscale;
     let start = Instant::now();
     let cumulative = match setting.kernel {
@@ -292,9 +287,7 @@ fn check_args(args: &Table1Args) -> Result<(), String> {
     if let Some(l) = first_repeat(&args.lengthscales) {
         return fail(&format!("--lengthscales lists {l} twice"));
     }
-    if args.threads == Some(0) {
-        return fail("--threads must be at least 1");
-    }
+    args.run.check()?;
     Ok(())
 }
 
@@ -302,7 +295,7 @@ fn check_args(args: &Table1Args) -> Result<(), String> {
 pub fn run(args: &Table1Args) -> Result<(), String> {
     check_args(args)?;
     // Before the runs, so that an unwritable directory costs nothing.
-    create_dir(&args.out)?;
+    create_dir(&args.run.out)?;
     let settings: Vec<Setting> = args
         .kernels
         .iter()
@@ -322,15 +315,16 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         })
         .collect();
     jobs.sort_by_key(|&(_, m, _)| std::cmp::Reverse(m.cost()));
-    let (runs, threads, elapsed) = run_jobs(&jobs, args.threads, "table1", |&(s, method, rep)| {
-        run_one(settings[s], method, rep, args).map_err(|e| {
-            format!(
-                "{} with {} (repetition {rep}): {e}",
-                settings[s].title(),
-                method.tag()
-            )
-        })
-    })?;
+    let (runs, threads, elapsed) =
+        run_jobs(&jobs, args.run.threads, "table1", |&(s, method, rep)| {
+            run_one(settings[s], method, rep, args).map_err(|e| {
+                format!(
+                    "{} with {} (repetition {rep}): {e}",
+                    settings[s].title(),
+                    method.tag()
+                )
+            })
+        })?;
 
     // Gather the cells in table order: settings, then methods in the order given.
     let mut cells = Vec::new();
@@ -358,7 +352,9 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
                     .collect(),
                 curve_mean: curve.iter().map(|c| c.0).collect(),
                 curve_std: curve.iter().map(|c| c.1).collect(),
-                seeds: (0..args.reps).map(|r| setting.seed(args.seed, r)).collect(),
+                seeds: (0..args.reps)
+                    .map(|r| setting.seed(args.run.seed, r))
+                    .collect(),
                 wall_time_s: reps.iter().map(|r| r.wall_time_s).collect(),
                 paper_mean: paper.map(|p| p.0),
                 paper_std: paper.map(|p| p.1),
@@ -371,13 +367,13 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         horizon: args.horizon,
         dims: args.dims,
         reps: args.reps,
-        seed: args.seed,
+        seed: args.run.seed,
         arms_per_round: SyntheticConfig::default().arms,
         results: cells,
     };
-    let json_path = args.out.join("table1.json");
+    let json_path = args.run.out.join("table1.json");
     write_json(&json_path, &json)?;
-    write_csv(&args.out.join("table1.csv"), &json)?;
+    write_csv(&args.run.out.join("table1.csv"), &json)?;
     let mut plots = Vec::new();
     for (setting, cells) in settings.iter().zip(json.results.chunks(args.methods.len())) {
         let curves: Vec<Curve<'_>> = args
@@ -390,7 +386,7 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
                 std: &c.curve_std,
             })
             .collect();
-        let stem = args.out.join(format!(
+        let stem = args.run.out.join(format!(
             "regret_{}_{}",
             setting.kernel.tag(),
             setting.lengthscale
@@ -404,7 +400,7 @@ pub fn run(args: &Table1Args) -> Result<(), String> {
         regret_plot(&stem, &title, &curves)?;
         plots.push(stem);
     }
-    let csv_path = args.out.join("table1.csv");
+    let csv_path = args.run.out.join("table1.csv");
     announce(
         "table1",
         jobs.len(),
@@ -430,7 +426,7 @@ fn markdown(args: &Table1Args, settings: &[Setting], cells: &[CellJson]) -> Stri
     };
     let mut out = format!(
         "Cumulative regret after T = {} rounds, d = {}: mean ± std over {} repetitions (seed {})\n\n",
-        args.horizon, args.dims, args.reps, args.seed
+        args.horizon, args.dims, args.reps, args.run.seed
     );
     header(&mut out);
     for (m, method) in args.methods.iter().enumerate() {
