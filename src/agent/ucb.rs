@@ -3,10 +3,47 @@
 use super::BanditAgent;
 use crate::bound::ConfidenceBound;
 use crate::error::{Error, Result};
-use crate::points::Points;
+use crate::points::{AsPoints, Points};
+
+/// How a [`UcbAgent`] uses the fixed-arm fast path of its bound
+/// ([`ConfidenceBound::fix_arms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmSetPolicy {
+    /// Detect a fixed arm set: when `select` is offered the same arms (same values, same
+    /// order) twice in a row, declare them to the bound, as long as its per-arm state stays
+    /// within `memory_limit` bytes; release them when other arms are offered. Detection costs
+    /// one O(A·d) comparison and copy per round. The default, with a limit of
+    /// [`ArmSetPolicy::DEFAULT_MEMORY_LIMIT`].
+    Detect {
+        /// The largest per-arm state kept, in bytes.
+        memory_limit: usize,
+    },
+    /// The arm set declared by [`UcbAgent::with_arm_set`], kept whatever its size.
+    Declared,
+    /// Never keep per-arm state.
+    Off,
+}
+
+impl ArmSetPolicy {
+    /// 1 GiB: e.g. 1000 arms with DMM's five regularisers up to t ≈ 27 000.
+    pub const DEFAULT_MEMORY_LIMIT: usize = 1 << 30;
+}
+
+impl Default for ArmSetPolicy {
+    fn default() -> Self {
+        Self::Detect {
+            memory_limit: Self::DEFAULT_MEMORY_LIMIT,
+        }
+    }
+}
 
 /// Kernel UCB (paper 001 Alg. 1, SPEC §3): plays the arm with the largest upper confidence
 /// bound under `B`; ties go to the lowest index.
+///
+/// When the same arms are offered round after round, the agent keeps their solved kernel
+/// columns in the bound (see [`ArmSetPolicy`]), which makes a round O(A·t) instead of
+/// O(A·t²) for the exact bounds; the choices are those of the general path up to rounding in
+/// the last bits.
 ///
 /// # Examples
 /// ```
@@ -23,12 +60,66 @@ use crate::points::Points;
 #[derive(Debug, Clone)]
 pub struct UcbAgent<B> {
     bound: B,
+    policy: ArmSetPolicy,
+    /// The arms of the last `select`, row-major, while detecting.
+    previous: Vec<f64>,
+    previous_len: usize,
 }
 
 impl<B: ConfidenceBound> UcbAgent<B> {
-    /// The UCB agent on `bound`.
+    /// The UCB agent on `bound`, detecting fixed arm sets ([`ArmSetPolicy::default`]).
     pub fn new(bound: B) -> Self {
-        Self { bound }
+        Self {
+            bound,
+            policy: ArmSetPolicy::default(),
+            previous: Vec::new(),
+            previous_len: 0,
+        }
+    }
+
+    /// Declares the arm set every round will offer, so that the exact bounds keep per-arm
+    /// state from the first round on, whatever its size (8·A bytes per observation and
+    /// regulariser; [`ConfidenceBound::fix_arms`]). Other arm sets still work, by the
+    /// general path.
+    ///
+    /// # Errors
+    /// [`Error::NoArms`], ragged, non-finite or wrongly sized arms.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::prelude::*;
+    /// let params = BoundParams::new().sigma(0.1).norm_bound(2.0);
+    /// let arms: Vec<[f64; 2]> = (0..400).map(|i| [(i % 20) as f64 / 20.0, (i / 20) as f64 / 20.0]).collect();
+    /// let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.3)?, params)?).with_arm_set(&arms)?;
+    /// for _ in 0..50 {
+    ///     let i = agent.select(&arms)?; // O(A): the arms' posterior is kept up to date
+    ///     let [a, b] = arms[i];
+    ///     agent.update(&arms[i], (3.0 * a).sin() * b)?; // O(A·t)
+    /// }
+    /// assert_eq!(agent.bound().fixed_arms(), Some(400));
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    pub fn with_arm_set<A: AsPoints + ?Sized>(mut self, arms: &A) -> Result<Self> {
+        self.bound.fix_arms(&arms.as_points()?, None)?;
+        self.policy = ArmSetPolicy::Declared;
+        self.previous = Vec::new();
+        Ok(self)
+    }
+
+    /// Sets how fixed arm sets are used (see [`ArmSetPolicy`]); `Off` also releases a set
+    /// the bound keeps.
+    pub fn with_policy(mut self, policy: ArmSetPolicy) -> Self {
+        if policy == ArmSetPolicy::Off {
+            self.bound.release_arms();
+        }
+        self.policy = policy;
+        self.previous = Vec::new();
+        self
+    }
+
+    /// How fixed arm sets are used.
+    pub fn policy(&self) -> ArmSetPolicy {
+        self.policy
     }
 
     /// The confidence bound.
@@ -45,6 +136,41 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     pub fn into_bound(self) -> B {
         self.bound
     }
+
+    /// Whether `arms` are the arms of the last `select`.
+    fn same_as_previous(&self, arms: &Points<'_>) -> bool {
+        if arms.len() != self.previous_len || arms.len() * arms.dim() != self.previous.len() {
+            return false;
+        }
+        let d = arms.dim();
+        let mut same = true;
+        arms.for_each(|j, x| same &= x == &self.previous[j * d..(j + 1) * d]);
+        same
+    }
+
+    /// `select` under [`ArmSetPolicy::Detect`]. A rejected call changes nothing: the arms are
+    /// remembered only once they have been scored.
+    fn select_detecting(&mut self, arms: &Points<'_>, memory_limit: usize) -> Result<usize> {
+        if self.bound.is_fixed(arms) {
+            return self.bound.argmax_ucb(arms);
+        }
+        if self.same_as_previous(arms) {
+            // Offered twice in a row: declare them (one O(A·t²) evaluation), then score them
+            // on the fast path.
+            let fixed = self.bound.fix_arms(arms, Some(memory_limit))?;
+            let best = self.bound.argmax_ucb(arms);
+            if best.is_err() && fixed {
+                self.bound.release_arms();
+            }
+            return best;
+        }
+        let best = self.bound.argmax_ucb(arms)?;
+        self.bound.release_arms();
+        self.previous.clear();
+        arms.for_each(|_, x| self.previous.extend_from_slice(x));
+        self.previous_len = arms.len();
+        Ok(best)
+    }
 }
 
 impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
@@ -56,7 +182,10 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
         if arms.is_empty() {
             return Err(Error::NoArms);
         }
-        self.bound.argmax_ucb(arms)
+        match self.policy {
+            ArmSetPolicy::Detect { memory_limit } => self.select_detecting(arms, memory_limit),
+            ArmSetPolicy::Declared | ArmSetPolicy::Off => self.bound.argmax_ucb(arms),
+        }
     }
 
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {

@@ -158,6 +158,43 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         })
     }
 
+    /// Declares a fixed arm set, offered round after round: a bound with per-arm state keeps
+    /// it up to date with every observation, so that [`ConfidenceBound::argmax_ucb`] and
+    /// [`ConfidenceBound::evaluate`] on exactly these points (same values, same order) skip
+    /// the per-point solves. The exact bounds AY, IGP, AMM, DMM and K-UCB do (O(A·t) per
+    /// update and 8·A bytes per observation and regulariser, see
+    /// [`ExactPosterior::fix_arms`]); CMM-UCB, whose eigenbasis changes with every
+    /// observation, and the sketched bounds, whose queries do not grow with t, ignore it.
+    /// `memory_limit` caps the bytes kept (the set is dropped beyond it); `None` keeps it
+    /// whatever its size.
+    ///
+    /// Returns whether the set is kept. Results are the same as without it, up to rounding
+    /// in the last bits.
+    ///
+    /// # Errors
+    /// [`crate::Error::NoArms`], wrong dimension or non-finite kernel values; the bound is
+    /// unchanged on error.
+    ///
+    /// [`ExactPosterior::fix_arms`]: crate::posterior::ExactPosterior::fix_arms
+    fn fix_arms(&mut self, arms: &Points<'_>, memory_limit: Option<usize>) -> Result<bool> {
+        let _ = (arms, memory_limit);
+        Ok(false)
+    }
+
+    /// Stops keeping a fixed arm set (see [`ConfidenceBound::fix_arms`]).
+    fn release_arms(&mut self) {}
+
+    /// The number of arms of the fixed set kept, if any.
+    fn fixed_arms(&self) -> Option<usize> {
+        None
+    }
+
+    /// Whether `arms` are the fixed arm set kept (same values, same order); O(A·d).
+    fn is_fixed(&self, arms: &Points<'_>) -> bool {
+        let _ = arms;
+        false
+    }
+
     /// The index of the point with the largest UCB, the lowest index among ties: the arm a UCB
     /// agent plays. The exact bounds override this to skip most of the O(t²) work per point
     /// that [`ConfidenceBound::evaluate`] does (see [`ExactPosterior::argmax_upper`]).
@@ -234,17 +271,45 @@ macro_rules! forward_bound {
             fn remove_oldest(&mut self) -> Result<()> {
                 (**self).remove_oldest()
             }
+            fn fix_arms(&mut self, arms: &Points<'_>, memory_limit: Option<usize>) -> Result<bool> {
+                (**self).fix_arms(arms, memory_limit)
+            }
+            fn release_arms(&mut self) {
+                (**self).release_arms()
+            }
+            fn fixed_arms(&self) -> Option<usize> {
+                (**self).fixed_arms()
+            }
+            fn is_fixed(&self, arms: &Points<'_>) -> bool {
+                (**self).is_fixed(arms)
+            }
         }
     )*};
 }
 forward_bound!(Box<B>, &mut B);
 
 /// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field;
-/// `forward_posterior!(without truncate)` leaves `truncate` and `remove_oldest` to the bound
-/// (for cached state).
+/// `forward_posterior!(without truncate)` leaves `truncate`, `remove_oldest` and the fixed arm
+/// set to the bound (for cached state).
 macro_rules! forward_posterior {
     () => {
         forward_posterior!(without truncate);
+        fn fix_arms(
+            &mut self,
+            arms: &$crate::points::Points<'_>,
+            memory_limit: Option<usize>,
+        ) -> $crate::error::Result<bool> {
+            self.posterior.fix_arms(arms, memory_limit)
+        }
+        fn release_arms(&mut self) {
+            self.posterior.release_arms()
+        }
+        fn fixed_arms(&self) -> Option<usize> {
+            self.posterior.fixed_arms()
+        }
+        fn is_fixed(&self, arms: &$crate::points::Points<'_>) -> bool {
+            self.posterior.is_fixed(arms)
+        }
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len)
         }

@@ -123,28 +123,35 @@ impl CholeskyFactor {
         }
     }
 
-    /// V = L⁻¹B in place, for B given row-major (t × m) in `rhs`: block by block, a GEMM
-    /// update with the rows already solved, then a triangular solve with the diagonal block.
+    /// V = L⁻¹B in place, for B given row-major (t × m) in `rhs`: in blocks of columns (spread
+    /// over the cores with the `parallel` feature; the same bits on any number of threads),
+    /// each storage block of rows by a GEMM update with the rows already solved, then a
+    /// triangular solve with the diagonal block.
     pub(crate) fn solve_block(&self, rhs: &mut [f64], m: usize) {
         let t = self.len;
         debug_assert_eq!(rhs.len(), t * m);
-        let mut start = 0;
-        while start < t {
-            let end = (start / BLOCK_ROWS + 1) * BLOCK_ROWS;
-            let end = end.min(t);
-            self.solve_rows(start, end, &mut rhs[..end * m], m);
-            start = end;
+        if t == 0 || m == 0 {
+            return;
         }
+        let matrix = MatMut::from_row_major_slice_mut(rhs, t, m);
+        crate::parallel::for_each_column_block(matrix, t * t * m, |_, mut columns| {
+            let mut start = 0;
+            while start < t {
+                let end = ((start / BLOCK_ROWS + 1) * BLOCK_ROWS).min(t);
+                self.solve_rows(start, end, columns.rb_mut().subrows_mut(0, end));
+                start = end;
+            }
+        });
     }
 
     /// Rows `start..end` of V = L⁻¹B in place, given the rows before `start` already solved:
-    /// `rhs` is row-major (end × m), rows `..start` solved and rows `start..end` holding B's.
+    /// `rhs` has `end` rows, rows `..start` solved and rows `start..end` holding B's.
     /// The rows must lie in one storage block (`(end − 1) / 128 == start / 128`), so that the
     /// factor rows are one strided matrix.
-    pub(crate) fn solve_rows(&self, start: usize, end: usize, rhs: &mut [f64], m: usize) {
+    pub(crate) fn solve_rows(&self, start: usize, end: usize, rhs: MatMut<'_, f64>) {
         debug_assert!(start < end && end <= self.len);
         debug_assert_eq!((end - 1) / BLOCK_ROWS, start / BLOCK_ROWS);
-        debug_assert_eq!(rhs.len(), end * m);
+        debug_assert_eq!(rhs.nrows(), end);
         let block = start / BLOCK_ROWS;
         let (width, first) = (block_width(block), start % BLOCK_ROWS);
         let rows = end - start;
@@ -155,14 +162,13 @@ impl CholeskyFactor {
             end,
             width,
         );
-        let (solved, rest) = rhs.split_at_mut(start * m);
-        let mut current = MatMut::from_row_major_slice_mut(rest, rows, m);
+        let (solved, mut current) = rhs.split_at_row_mut(start);
         if start > 0 {
             matmul(
                 current.rb_mut(),
                 Accum::Add,
                 factor.subcols(0, start),
-                MatRef::from_row_major_slice(solved, start, m),
+                solved.as_ref(),
                 -1.0,
                 Par::Seq,
             );
@@ -275,6 +281,16 @@ impl CholeskyFactor {
         })
     }
 
+    /// L⁻¹k_t(x) of a pending row.
+    pub(crate) fn pending_solved(pending: &PendingRow) -> &[f64] {
+        &pending.row
+    }
+
+    /// The new diagonal entry and whitened target of a pending row.
+    pub(crate) fn pending_tail(pending: &PendingRow) -> (f64, f64) {
+        (pending.diagonal, pending.whitened_target)
+    }
+
     /// Appends a row computed by [`CholeskyFactor::pending_row`] against the current state.
     pub(crate) fn commit(&mut self, pending: PendingRow) {
         debug_assert_eq!(pending.row.len(), self.len);
@@ -314,15 +330,20 @@ impl CholeskyFactor {
     /// the remaining matrix is L₂₂L₂₂ᵀ + l₂₁l₂₁ᵀ, whose factor is a rank-one update of L₂₂
     /// (one Givens-style sweep over its columns). `targets` are the remaining targets, for
     /// w = L⁻¹y; q_a and ld_a are recomputed from the new factor, so truncation stays exact.
-    pub(crate) fn remove_oldest(&mut self, targets: &[f64]) {
+    ///
+    /// Returns the rotations (cos θ_k, sin θ_k) of the sweep: [L₂₂ l₂₁]G = [L′ 0], where G
+    /// applies them in order to column k and the column that starts as l₂₁.
+    pub(crate) fn remove_oldest(&mut self, targets: &[f64]) -> Vec<(f64, f64)> {
         let n = self.len.saturating_sub(1);
         debug_assert_eq!(targets.len(), n);
         // The trailing block, row-major (row i holds i + 1 entries), and the update vector.
         let mut rows: Vec<Vec<f64>> = (0..n).map(|i| self.row(i + 1)[1..].to_vec()).collect();
         let mut x: Vec<f64> = (0..n).map(|i| self.row(i + 1)[0]).collect();
+        let mut rotations = Vec::with_capacity(n);
         for k in 0..n {
             let lkk = rows[k][k];
             let r = lkk.hypot(x[k]);
+            rotations.push((lkk / r, x[k] / r));
             let (c, s) = (r / lkk, x[k] / lkk);
             rows[k][k] = r;
             for i in k + 1..n {
@@ -352,6 +373,7 @@ impl CholeskyFactor {
             self.log_det_prefix.push(ld);
         }
         self.whitened_targets = w;
+        rotations
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod cholesky;
 mod exact;
+mod fixed;
 mod select;
 mod sketched;
 

@@ -17,6 +17,8 @@
 //! strictly below a value that some point attains. The selected index is therefore the exact
 //! argmax of U as computed here (the lowest index among ties).
 
+use faer::MatMut;
+
 use super::CholeskyFactor;
 use super::cholesky::BLOCK_ROWS;
 use super::exact::clamp_variance;
@@ -120,7 +122,11 @@ impl Columns {
                     *v = source[j];
                 }
             }
-            factor.solve_rows(start, end, solved, n);
+            let matrix = MatMut::from_row_major_slice_mut(&mut solved[..end * n], end, n);
+            let work = (end - start) * end * n;
+            crate::parallel::for_each_column_block(matrix, work, |_, columns| {
+                factor.solve_rows(start, end, columns);
+            });
             let explained = &mut self.explained[r * n..(r + 1) * n];
             for row in solved[start * n..].chunks_exact(n) {
                 for (ex, &v) in explained.iter_mut().zip(row) {
