@@ -281,6 +281,27 @@ impl CholeskyFactor {
         })
     }
 
+    /// The rows that appending a block of n observations adds, given V = L⁻¹K_{t,new}
+    /// (row-major t × n), the factor L₂₂ (row-major n × n, lower) of the Schur complement
+    /// K_new + aI − VᵀV, and w₂ = L₂₂⁻¹(y_new − Vᵀw); committed in order they extend the
+    /// factor exactly as n single appends would.
+    pub(crate) fn pending_block(&self, v: &[f64], l22: &[f64], w2: &[f64]) -> Vec<PendingRow> {
+        let (t, n) = (self.len, w2.len());
+        (0..n)
+            .map(|i| {
+                let mut row: Vec<f64> = (0..t).map(|k| v[k * n + i]).collect();
+                row.extend_from_slice(&l22[i * n..i * n + i]);
+                let diagonal = l22[i * n + i];
+                PendingRow {
+                    row,
+                    diagonal,
+                    log_det_increment: (diagonal * diagonal / self.regulariser).ln(),
+                    whitened_target: w2[i],
+                }
+            })
+            .collect()
+    }
+
     /// L⁻¹k_t(x) of a pending row.
     pub(crate) fn pending_solved(pending: &PendingRow) -> &[f64] {
         &pending.row

@@ -166,12 +166,6 @@ impl FixedArms {
         self.memory_limit = limit;
     }
 
-    /// Whether appending one more observation stays within the memory limit.
-    pub(crate) fn fits_one_more(&self) -> bool {
-        self.memory_limit
-            .is_none_or(|limit| self.bytes() + self.bytes_per_observation() <= limit)
-    }
-
     /// Appends the row that the observation with kernel values `kernel_row` = k(x, X) adds to
     /// every V_r, given each factor's new row: `rows[r]` = ℓ_r = L_r⁻¹k_t(x) and `diagonals[r]`,
     /// and the new whitened targets. O(A·t) per regulariser, spread over the cores.
@@ -210,6 +204,37 @@ impl FixedArms {
             solved.extend_from_slice(&new_row);
         }
         self.rows += 1;
+    }
+
+    /// V_r, row-major (t × A).
+    pub(crate) fn solved(&self, r: usize) -> &[f64] {
+        &self.solved[r]
+    }
+
+    /// Appends n rows (row-major n × A) to V_r, given the n new whitened targets of factor r;
+    /// [`FixedArms::finish_rows`] must follow once every regulariser has its rows.
+    pub(crate) fn push_rows(&mut self, r: usize, rows: &[f64], whitened_targets: &[f64]) {
+        let a = self.len;
+        let means = &mut self.means[r * a..(r + 1) * a];
+        let explained = &mut self.explained[r * a..(r + 1) * a];
+        for (row, &w) in rows.chunks_exact(a).zip(whitened_targets) {
+            for ((mean, ex), &v) in means.iter_mut().zip(explained.iter_mut()).zip(row) {
+                *mean += v * w;
+                *ex += v * v;
+            }
+        }
+        self.solved[r].extend_from_slice(rows);
+    }
+
+    /// Records that every V_r gained `n` rows.
+    pub(crate) fn finish_rows(&mut self, n: usize) {
+        self.rows += n;
+    }
+
+    /// Whether appending `n` more observations stays within the memory limit.
+    pub(crate) fn fits(&self, n: usize) -> bool {
+        self.memory_limit
+            .is_none_or(|limit| self.bytes() + n * self.bytes_per_observation() <= limit)
     }
 
     /// Keeps the first `len` rows (after the factors were truncated to `len`).
