@@ -123,6 +123,35 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// unchanged on error.
     fn observe(&mut self, x: &[f64], y: f64) -> Result<()>;
 
+    /// Absorbs a batch of observations, as that many calls to [`ConfidenceBound::observe`]
+    /// would (to rounding). The exact bounds factorise the batch in one blocked step
+    /// ([`ExactPosterior::observe_many`]), much faster than one row at a time when warm-
+    /// starting from a data set.
+    ///
+    /// # Errors
+    /// [`crate::Error::InvalidParameter`] if the number of targets differs from the number of
+    /// points; as [`ConfidenceBound::observe`]. The bound is unchanged on error.
+    ///
+    /// [`ExactPosterior::observe_many`]: crate::posterior::ExactPosterior::observe_many
+    fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
+        if targets.len() != points.len() {
+            return Err(Error::InvalidParameter {
+                name: "targets",
+                value: targets.len() as f64,
+                expected: "one target per point",
+            });
+        }
+        let before = self.len();
+        let mut scratch = vec![0.0; points.dim()];
+        for (j, &y) in targets.iter().enumerate() {
+            if let Err(e) = self.observe(points.point(j, &mut scratch), y) {
+                self.truncate(before);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Mean, LCB and UCB at each point.
     ///
     /// # Errors
@@ -253,6 +282,9 @@ macro_rules! forward_bound {
             fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
                 (**self).observe(x, y)
             }
+            fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
+                (**self).observe_many(points, targets)
+            }
             fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
                 (**self).evaluate(points)
             }
@@ -294,6 +326,13 @@ forward_bound!(Box<B>, &mut B);
 macro_rules! forward_posterior {
     () => {
         forward_posterior!(without truncate);
+        fn observe_many(
+            &mut self,
+            points: &$crate::points::Points<'_>,
+            targets: &[f64],
+        ) -> $crate::error::Result<()> {
+            self.posterior.observe_many(points, targets)
+        }
         fn fix_arms(
             &mut self,
             arms: &$crate::points::Points<'_>,

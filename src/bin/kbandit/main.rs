@@ -4,6 +4,8 @@
 //! ```text
 //! kbandit bounds --data obs.csv --query points.csv --kernel matern52 --lengthscale 0.5 \
 //!     --bound dmm --sigma 0.1 --norm-bound 10 --delta 0.01 --scale 1.0
+//! kbandit bench --bound amm --t 1000 --arms 100 --dims 3 [--fixed-arms] [--threads N]
+//! kbandit bench --report BENCHMARKS.md
 //! kbandit demo
 //! kbandit reproduce table1 [--reps 10] [--out results]
 //! kbandit reproduce bands [--out results]
@@ -14,6 +16,7 @@
 //! Errors print one line to stderr, naming the file and line where there is one, and exit
 //! with status 2.
 
+mod bench;
 mod bounds;
 mod plot;
 mod reproduce;
@@ -36,6 +39,9 @@ struct Cli {
 enum Command {
     /// Mean, LCB and UCB at query points, given observations (CSV in, CSV out).
     Bounds(bounds::BoundsArgs),
+    /// Time UCB rounds of one bound (one JSON line), or run the whole grid into a report
+    /// (`--report BENCHMARKS.md`).
+    Bench(bench::BenchArgs),
     /// A quick tour on built-in defaults: one column of paper 001's Table 1 (3 repetitions)
     /// and its Figure 1 bands, with plots in results/demo.
     Demo(reproduce::DemoArgs),
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bounds(args) => bounds::run(&args),
+        Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => reproduce::demo(&args),
         Command::Reproduce { experiment } => reproduce::run(&experiment),
     };

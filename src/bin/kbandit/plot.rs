@@ -116,6 +116,49 @@ pub fn tradeoff_plot(
     fig.render(stem)
 }
 
+/// One named series of (x, y) points.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// The points, in increasing x.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// Lines with dots on logarithmic x and y axes (e.g. time per round against t), a legend and
+/// `title`; `desc` names the axes. Writes `stem.png` and `stem.svg`. Non-positive values are
+/// left out.
+pub fn loglog_plot(
+    stem: &Path,
+    title: &str,
+    desc: (&str, &str),
+    series: &[Series],
+) -> Result<(), String> {
+    let positive = |p: &&(f64, f64)| p.0 > 0.0 && p.1 > 0.0 && p.0.is_finite() && p.1.is_finite();
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().filter(positive).copied())
+        .collect();
+    let (Some(xr), Some(yr)) = (
+        range(all.iter().map(|p| p.0)),
+        range(all.iter().map(|p| p.1)),
+    ) else {
+        return Err(format!("{}: nothing to plot", stem.display()));
+    };
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, desc);
+    for (i, s) in series.iter().enumerate() {
+        let pts: Points = s.points.iter().filter(positive).copied().collect();
+        fig.lines.push((colour(i), pts.clone()));
+        fig.marks.push((colour(i), pts));
+        fig.legend.push((&s.label, colour(i), Mark::Line));
+    }
+    (fig.log_x, fig.log_y) = (true, true);
+    fig.x = xr.0 / 1.5..xr.1 * 1.5;
+    fig.y = yr.0 / 2.0..yr.1 * 2.0;
+    fig.render(stem)
+}
+
 /// Paper-001-Figure-1 style plot: the true function f over the grid `xs` (black line), the
 /// observations as dots, and for each band its UCB and LCB as two lines of one colour with a
 /// light fill between, a legend (right of the axes), axes "x" and "f(x)", and `title`. Writes
@@ -182,9 +225,12 @@ struct Figure<'a> {
     x: Range<f64>,
     y: Range<f64>,
     log_y: bool,
+    log_x: bool,
     bands: Vec<(RGBColor, Points, Points)>,
     lines: Vec<(RGBColor, Points)>,
     dots: Points,
+    /// Coloured dots on the lines' data points.
+    marks: Vec<(RGBColor, Points)>,
     legend: Vec<(&'a str, RGBColor, Mark)>,
 }
 
@@ -240,10 +286,14 @@ impl Figure<'_> {
             panel.draw_text(label, &style, (50, y))?;
         }
         let x = RangedCoordf64::from(self.x.clone());
-        if self.log_y {
-            self.axes(&axes, x, LogCoord::from(self.y.clone().log_scale()))
-        } else {
-            self.axes(&axes, x, RangedCoordf64::from(self.y.clone()))
+        match (self.log_x, self.log_y) {
+            (true, _) => self.axes(
+                &axes,
+                LogCoord::from(self.x.clone().log_scale()),
+                LogCoord::from(self.y.clone().log_scale()),
+            ),
+            (false, true) => self.axes(&axes, x, LogCoord::from(self.y.clone().log_scale())),
+            (false, false) => self.axes(&axes, x, RangedCoordf64::from(self.y.clone())),
         }
     }
 
@@ -282,6 +332,10 @@ impl Figure<'_> {
         for (c, pts) in &self.lines {
             let runs = clip(pts, lo, hi).into_iter();
             chart.draw_series(runs.map(|run| PathElement::new(run, c.stroke_width(2))))?;
+        }
+        for (c, pts) in &self.marks {
+            let inside = pts.iter().filter(|p| (lo..=hi).contains(&p.1));
+            chart.draw_series(inside.map(|&p| Circle::new(p, 4, c.filled())))?;
         }
         let dots = self.dots.iter().filter(|p| (lo..=hi).contains(&p.1));
         chart.draw_series(dots.map(|&p| Circle::new(p, 4, BLACK.filled())))?;
