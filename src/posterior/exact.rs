@@ -770,11 +770,15 @@ impl<K: Kernel> ExactPosterior<K> {
             prior_variance.push(self.kernel.eval_diag(x));
         }
         let work = cross.len() * (4 * points.dim() + 16);
+        let finite = std::sync::atomic::AtomicBool::new(true);
         crate::parallel::for_each_chunk(cross, m, work, |i, row| {
             self.kernel.eval_rows(query_points, self.input(i), row);
+            if !row.iter().all(|v| v.is_finite()) {
+                finite.store(false, Ordering::Relaxed);
+            }
         });
-        let all_finite = prior_variance.iter().all(|v| v.is_finite() && *v >= 0.0)
-            && cross.iter().all(|v| v.is_finite());
+        let all_finite =
+            prior_variance.iter().all(|v| v.is_finite() && *v >= 0.0) && finite.into_inner();
         if all_finite {
             Ok(prior_variance)
         } else {
@@ -853,13 +857,17 @@ impl<K: Kernel> ExactPosterior<K> {
             // μ_r at every point, regulariser-major.
             let mut means = vec![0.0; n_reg * m];
             if t > 0 {
+                let cross: &[f64] = cross;
                 for (factor, mean) in self.factors.iter().zip(means.chunks_exact_mut(m)) {
                     let alpha = factor.weights();
-                    for (row, &a) in cross.chunks_exact(m).zip(&alpha) {
-                        for (mu, &k) in mean.iter_mut().zip(row) {
-                            *mu += k * a;
+                    crate::parallel::for_each_chunk(mean, MEAN_CHUNK, 2 * t * m, |c, out| {
+                        let first = c * MEAN_CHUNK;
+                        for (row, &a) in cross.chunks_exact(m).zip(&alpha) {
+                            for (mu, &k) in out.iter_mut().zip(&row[first..]) {
+                                *mu += k * a;
+                            }
                         }
-                    }
+                    });
                 }
             }
             let batch = select::Batch {
@@ -956,6 +964,9 @@ impl<K: Kernel> ExactPosterior<K> {
         })
     }
 }
+
+/// Points per chunk of the mean accumulation in [`ExactPosterior::argmax_upper`].
+const MEAN_CHUNK: usize = 1024;
 
 /// U(x_j) = min_r (μ_r(x_j) + w_r ρ_r(x_j)) at every point of a batch.
 fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {

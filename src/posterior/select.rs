@@ -116,12 +116,14 @@ impl Columns {
         for (r, factor) in batch.factors.iter().enumerate() {
             let solved = &mut self.solved[r];
             solved.resize(end * n, 0.0);
-            for i in start..end {
-                let source = &batch.cross[i * m..(i + 1) * m];
-                for (v, &j) in solved[i * n..(i + 1) * n].iter_mut().zip(&self.points) {
+            let points = &self.points;
+            let rows = &mut solved[start * n..end * n];
+            crate::parallel::for_each_chunk(rows, n, rows.len(), |i, row| {
+                let source = &batch.cross[(start + i) * m..(start + i + 1) * m];
+                for (v, &j) in row.iter_mut().zip(points) {
                     *v = source[j];
                 }
-            }
+            });
             let matrix = MatMut::from_row_major_slice_mut(&mut solved[..end * n], end, n);
             let work = (end - start) * end * n;
             crate::parallel::for_each_column_block(matrix, work, |_, columns| {
@@ -144,7 +146,21 @@ impl Columns {
             return;
         }
         for solved in &mut self.solved {
-            compact_columns(&mut solved[..self.rows * n], n, kept);
+            let rows = self.rows;
+            if rows * kept.len() >= 1 << 16 {
+                // Out of place, so that the rows can be copied in parallel.
+                let mut packed = vec![0.0; rows * kept.len()];
+                let work = 4 * packed.len();
+                let source: &[f64] = solved;
+                crate::parallel::for_each_chunk(&mut packed, kept.len(), work, |i, row| {
+                    for (v, &k) in row.iter_mut().zip(kept) {
+                        *v = source[i * n + k];
+                    }
+                });
+                *solved = packed;
+            } else {
+                compact_columns(&mut solved[..rows * n], n, kept);
+            }
         }
         compact_columns(&mut self.explained, n, kept);
         self.explained.truncate(self.solved.len() * kept.len());
