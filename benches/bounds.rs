@@ -1,10 +1,11 @@
 //! One UCB round (select over 100 fresh arms, then update) at t ∈ {100, 500, 1000}, d = 3,
 //! Matérn 5/2 with ℓ = 0.5, for every exact bound; and, for comparison, the full evaluation of
-//! all 100 arms' bounds at t = 1000 (what selection did before it pruned arms).
+//! all 100 arms' bounds at t = 1000 (what selection did before it pruned arms); and the
+//! fixed-arm path against the fresh one on 1000 arms offered every round.
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use kernel_bandits::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -104,5 +105,55 @@ fn evaluate_all(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, select_and_update, evaluate_all);
+/// Select + update on 1000 arms offered every round from t = 1000: the fresh path (no per-arm
+/// state) against the fixed path (`UcbAgent::with_arm_set`). Each iteration plays a block of
+/// 20 consecutive rounds from a clone of the warm agent (the clone is not timed), so the
+/// per-round time is the reported time / 20, at t = 1000–1020, in the steady state of a run.
+fn fixed_arms(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fixed_1000_arms_20_rounds");
+    group.sample_size(20);
+    let kernel = Matern::new(2.5, 0.5).unwrap();
+    let params = BoundParams::paper_defaults(&kernel, DIM, 1000);
+    fixed_pair(&mut group, "amm", Amm::new(kernel, params).unwrap());
+    fixed_pair(&mut group, "dmm", Dmm::new(kernel, params).unwrap());
+    group.finish();
+}
+
+fn fixed_pair<B: ConfidenceBound + Clone>(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    mut bound: B,
+) {
+    let t = 1000;
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for x in uniform_points(&mut rng, t) {
+        let y = (x[0] * 6.0).sin() + 0.1 * rng.random::<f64>();
+        bound.observe(&x, y).unwrap();
+    }
+    let arms = uniform_points(&mut rng, 1000);
+    for fixed in [false, true] {
+        let agent = if fixed {
+            UcbAgent::new(bound.clone()).with_arm_set(&arms).unwrap()
+        } else {
+            UcbAgent::new(bound.clone()).with_policy(ArmSetPolicy::Off)
+        };
+        let path = if fixed { "fixed" } else { "fresh" };
+        group.bench_function(BenchmarkId::new(name, path), |b| {
+            b.iter_batched_ref(
+                || agent.clone(),
+                |agent| {
+                    for _ in 0..20 {
+                        let i = agent.select(&arms).unwrap();
+                        let y = (arms[i][0] * 6.0).sin();
+                        agent.update(&arms[i], y).unwrap();
+                    }
+                    black_box(agent.bound().len())
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+}
+
+criterion_group!(benches, select_and_update, evaluate_all, fixed_arms);
 criterion_main!(benches);

@@ -12,7 +12,7 @@
 //! (8·(t + 1) bytes for the Cholesky row, 8·A for the arms' solved columns).
 //!
 //! `ek-ucb`: EK-UCB on paper 003's 'Bump' (the `kbandit reproduce contextual` settings:
-//! Gaussian ℓ = 0.1, λ = μ = 10, β̃ = 0.1, γ = λ, ε = ½), printing the dictionary size m,
+//! Gaussian ℓ = 0.1, λ = μ = 10, β̃ = 0.1, γ = 0.1λ, ε = ½), printing the dictionary size m,
 //! the time per round and the resident set as it goes.
 
 use std::time::Instant;
@@ -84,7 +84,7 @@ fn ek_ucb(rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
         .mu(lambda)
         .beta(0.1)
         .epsilon(0.5)
-        .gamma(lambda);
+        .gamma(0.1 * lambda);
     let kernel = Rbf::new(0.1)?;
     let mut agent = UcbAgent::new(EkUcb::new(kernel, sketch, 7)?);
     println!("EK-UCB on Bump, {rounds} rounds");
