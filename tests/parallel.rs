@@ -72,7 +72,10 @@ fn run() -> Outcome {
     let mut agent = UcbAgent::new(Amm::new(kernel, BoundParams::new().sigma(0.1)).unwrap());
     agent
         .bound_mut()
-        .observe_many(&data.as_points().unwrap(), &data.iter().map(reward).collect::<Vec<_>>())
+        .observe_many(
+            &data.as_points().unwrap(),
+            &data.iter().map(reward).collect::<Vec<_>>(),
+        )
         .unwrap();
     for round in 0..5 {
         let arms = points(4000, 100 + round);
@@ -84,7 +87,9 @@ fn run() -> Outcome {
         evaluated,
         choices,
         fixed_bounds,
-        log_det: (0..regularisers.len()).map(|r| gp.log_det(r).to_bits()).collect(),
+        log_det: (0..regularisers.len())
+            .map(|r| gp.log_det(r).to_bits())
+            .collect(),
     }
 }
 

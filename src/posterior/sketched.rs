@@ -89,6 +89,10 @@ pub struct SketchedPosterior<K> {
     embedding: Mat<f64>,
     /// Cholesky factor of V = Σᵢ cᵢ z(xᵢ)z(xᵢ)ᵀ + λI (m × m, lower).
     chol_v: Mat<f64>,
+    /// Scratch space of the rank-one update of `chol_v` (its lower triangle is stale, its upper
+    /// one zero): the update runs on a copy here, which is then swapped with `chol_v`, so that
+    /// an observation allocates nothing once both have the capacity.
+    spare: Mat<f64>,
     /// Φᵀy = Σᵢ sᵢ z(xᵢ).
     projected: Vec<f64>,
     /// V⁻¹Φᵀy: μ̃(x) = z(x)ᵀ·weights.
@@ -117,7 +121,10 @@ pub struct NystromState {
 }
 
 /// Grows `mat` to `rows × cols` (new entries zero), doubling its capacity when it runs out so
-/// that repeated growth by one row or column is amortised O(1) per entry.
+/// that repeated growth by one row or column is amortised O(1) per entry. (faer's `reserve`
+/// reallocates only when the capacity is short, to at most twice the size in each dimension;
+/// the storage is column-major, so a new column fills spare capacity in place and a new row
+/// moves the columns only when the row capacity runs out.)
 fn grow(mat: &mut Mat<f64>, rows: usize, cols: usize) {
     mat.reserve(rows.next_power_of_two(), cols.next_power_of_two());
     mat.resize_with(rows, cols, |_, _| 0.0);
@@ -146,17 +153,15 @@ fn forward(factor: MatRef<'_, f64>, b: &[f64]) -> Vec<f64> {
     out
 }
 
-/// (LLᵀ)⁻¹b for a lower-triangular `factor`.
-fn cholesky_solve(factor: MatRef<'_, f64>, b: &[f64]) -> Vec<f64> {
-    let mut out = forward(factor, b);
+/// (LLᵀ)⁻¹b for a lower-triangular `factor`, written to `out` (whose allocation is reused).
+fn cholesky_solve_into(factor: MatRef<'_, f64>, b: &[f64], out: &mut Vec<f64>) {
+    out.clear();
+    out.extend_from_slice(b);
     if !out.is_empty() {
-        solve_upper_triangular_in_place(
-            factor.transpose(),
-            MatMut::from_column_major_slice_mut(&mut out, b.len(), 1),
-            Par::Seq,
-        );
+        let mut rhs = MatMut::from_column_major_slice_mut(out, b.len(), 1);
+        solve_lower_triangular_in_place(factor, rhs.as_mut(), Par::Seq);
+        solve_upper_triangular_in_place(factor.transpose(), rhs, Par::Seq);
     }
-    out
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -189,6 +194,7 @@ impl<K: Kernel> SketchedPosterior<K> {
             chol_zz: Mat::zeros(0, 0),
             embedding: Mat::zeros(0, 0),
             chol_v: Mat::zeros(0, 0),
+            spare: Mat::zeros(0, 0),
             projected: Vec::new(),
             weights: Vec::new(),
         })
@@ -368,16 +374,25 @@ impl<K: Kernel> SketchedPosterior<K> {
         let m = self.anchors.len();
         if m > 0 {
             // On a copy, so that a failure (only possible with non-finite values) changes
-            // nothing.
-            let mut factor = self.chol_v.clone();
-            let mut update = Mat::from_fn(m, 1, |i, _| z[i]);
-            let mut alpha = faer::Col::<f64>::ones(1);
-            rank_r_update_clobber(factor.as_mut(), update.as_mut(), alpha.as_diagonal_mut())
-                .map_err(|_| Error::NotPositiveDefinite {
-                    row: index,
-                    pivot: f64::NAN,
-                })?;
-            self.chol_v = factor;
+            // nothing. The copy lives in `spare`, which keeps its allocation: a fresh m × m
+            // matrix every observation, long-lived once swapped in, fragments the allocator's
+            // heap until the process holds O(m²) bytes per observation. Both factors keep zero
+            // upper triangles (the update reads and writes only the lower one), so copying
+            // the lower triangle is enough.
+            grow(&mut self.spare, m, m);
+            self.spare.copy_from_triangular_lower(&self.chol_v);
+            let mut update = z.clone();
+            let mut alpha = [1.0];
+            rank_r_update_clobber(
+                self.spare.as_mut(),
+                MatMut::from_column_major_slice_mut(&mut update, m, 1),
+                faer::ColMut::from_slice_mut(&mut alpha).as_diagonal_mut(),
+            )
+            .map_err(|_| Error::NotPositiveDefinite {
+                row: index,
+                pivot: f64::NAN,
+            })?;
+            std::mem::swap(&mut self.chol_v, &mut self.spare);
         }
         if index == self.prior.len() {
             self.dim = Some(x.len());
@@ -397,7 +412,7 @@ impl<K: Kernel> SketchedPosterior<K> {
         for (b, &v) in self.projected.iter_mut().zip(&z) {
             *b += y * v;
         }
-        self.weights = cholesky_solve(self.chol_v.as_ref(), &self.projected);
+        cholesky_solve_into(self.chol_v.as_ref(), &self.projected, &mut self.weights);
         self.log.push((index, y));
         Ok(index)
     }
@@ -483,7 +498,7 @@ impl<K: Kernel> SketchedPosterior<K> {
         self.projected.push(dot(&coordinate, &self.sums));
         self.anchors.push(i);
         self.anchor_points.extend_from_slice(&x);
-        self.weights = cholesky_solve(self.chol_v.as_ref(), &self.projected);
+        cholesky_solve_into(self.chol_v.as_ref(), &self.projected, &mut self.weights);
         Ok(true)
     }
 
@@ -578,7 +593,7 @@ impl<K: Kernel> SketchedPosterior<K> {
                 Par::Seq,
             );
         }
-        self.weights = cholesky_solve(chol_v.as_ref(), &projected);
+        cholesky_solve_into(chol_v.as_ref(), &projected, &mut self.weights);
         self.anchors = chosen;
         self.anchor_points = chosen_points;
         self.chol_zz = chol_zz;
