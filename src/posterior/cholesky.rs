@@ -187,39 +187,10 @@ impl CholeskyFactor {
     /// overall than faer's blocked triangular solve plus transposed matrix–vector product.
     pub(crate) fn weights(&self) -> Vec<f64> {
         let mut alpha = self.whitened_targets.clone();
-        pulp::Arch::new().dispatch(
-            #[inline(always)]
-            || {
-                let mut end = self.len;
-                while end > 0 {
-                    let start = end.saturating_sub(4);
-                    for i in (start..end).rev() {
-                        let row = self.row(i);
-                        let value = alpha[i] / row[i];
-                        alpha[i] = value;
-                        for (a, &l) in alpha[start..i].iter_mut().zip(&row[start..i]) {
-                            *a -= l * value;
-                        }
-                    }
-                    let (head, rest) = alpha.split_at_mut(start);
-                    if let &[a0, a1, a2, a3] = &rest[..end - start] {
-                        let r0 = &self.row(start)[..start];
-                        let r1 = &self.row(start + 1)[..start];
-                        let r2 = &self.row(start + 2)[..start];
-                        let r3 = &self.row(start + 3)[..start];
-                        for ((((h, &l0), &l1), &l2), &l3) in
-                            head.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
-                        {
-                            *h -= (l0 * a0 + l1 * a1) + (l2 * a2 + l3 * a3);
-                        }
-                    } else {
-                        // Fewer than four rows: only at the very top, where `head` is empty.
-                        debug_assert!(head.is_empty());
-                    }
-                    end = start;
-                }
-            },
-        );
+        pulp::Arch::new().dispatch(BackSubstitution {
+            factor: self,
+            alpha: &mut alpha,
+        });
         alpha
     }
 
@@ -342,6 +313,51 @@ impl CholeskyFactor {
         self.whitened_targets.truncate(len);
         self.log_det_prefix.truncate(len);
         self.quad_form_prefix.truncate(len);
+    }
+}
+
+/// The back substitution of [`CholeskyFactor::weights`], as a `pulp` kernel: implementing
+/// `WithSimd` (rather than passing a closure, which LLVM compiled for baseline SSE2 only)
+/// makes the loops inline into the dispatched function and vectorise for the CPU at hand.
+struct BackSubstitution<'a> {
+    factor: &'a CholeskyFactor,
+    alpha: &'a mut [f64],
+}
+
+impl pulp::WithSimd for BackSubstitution<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let Self { factor, alpha } = self;
+        let mut end = factor.len;
+        while end > 0 {
+            let start = end.saturating_sub(4);
+            for i in (start..end).rev() {
+                let row = factor.row(i);
+                let value = alpha[i] / row[i];
+                alpha[i] = value;
+                for (a, &l) in alpha[start..i].iter_mut().zip(&row[start..i]) {
+                    *a -= l * value;
+                }
+            }
+            let (head, rest) = alpha.split_at_mut(start);
+            if let &[a0, a1, a2, a3] = &rest[..end - start] {
+                let r0 = &factor.row(start)[..start];
+                let r1 = &factor.row(start + 1)[..start];
+                let r2 = &factor.row(start + 2)[..start];
+                let r3 = &factor.row(start + 3)[..start];
+                for ((((h, &l0), &l1), &l2), &l3) in
+                    head.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
+                {
+                    *h -= (l0 * a0 + l1 * a1) + (l2 * a2 + l3 * a3);
+                }
+            } else {
+                // Fewer than four rows: only at the very top, where `head` is empty.
+                debug_assert!(head.is_empty());
+            }
+            end = start;
+        }
     }
 }
 
