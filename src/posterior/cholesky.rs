@@ -347,8 +347,7 @@ impl pulp::WithSimd for BackSubstitution<'_> {
                 let r1 = &factor.row(start + 1)[..start];
                 let r2 = &factor.row(start + 2)[..start];
                 let r3 = &factor.row(start + 3)[..start];
-                for ((((h, &l0), &l1), &l2), &l3) in
-                    head.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
+                for ((((h, &l0), &l1), &l2), &l3) in head.iter_mut().zip(r0).zip(r1).zip(r2).zip(r3)
                 {
                     *h -= (l0 * a0 + l1 * a1) + (l2 * a2 + l3 * a3);
                 }

@@ -56,7 +56,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Run the grid (every bound × t ∈ --report-t × A ∈ --report-arms × fixed/fresh) and
-    /// write the report here (with `bench_*.{png,svg}` plots beside it).
+    /// write the report here (with `bench-plots/bench_*.{png,svg}` beside it).
     #[arg(long)]
     report: Option<PathBuf>,
     /// t values of the report.
@@ -106,8 +106,10 @@ impl BoundChoice {
         }
     }
 
+    /// Whether the bound keeps per-arm state for a fixed arm set (CMM-UCB's eigenbasis changes
+    /// with every observation, and the sketched bounds' queries do not grow with t).
     fn exact(self) -> bool {
-        !matches!(self, Self::Bkb | Self::EkUcb)
+        !matches!(self, Self::Cmm | Self::Bkb | Self::EkUcb)
     }
 
     /// The bound on Matérn 5/2 (ℓ = 0.5) for the exact ones, with paper 001's parameters for a
@@ -434,8 +436,8 @@ fn write_report(
          observations at uniform random points of [0, 1]^{}; Matérn 5/2 with ℓ = 0.5. \
          *Fresh*: A new uniform arms every round. *Fixed*: the same A arms every round, \
          declared with `UcbAgent::with_arm_set` (the declaration, one O(A·t²) evaluation, is \
-         not in the round time). The sketched bounds keep no per-arm state, so they have one \
-         path. CMM-UCB is measured up to t = 1000 (an O(t³) eigendecomposition per round). \
+         not in the round time). CMM-UCB and the sketched bounds keep no per-arm state, so \
+         they have one path (fresh arms). CMM-UCB is measured up to t = 1000 (an O(t³) eigendecomposition per round). \
          `kbandit bench --bound amm --t 1000 --arms 100 --dims 3 [--fixed-arms]` \
          reruns one cell and prints it as a JSON line.\n",
         args.rounds, args.budget, args.dims
@@ -475,7 +477,7 @@ fn write_report(
         }
         let _ = writeln!(md);
         // Speed-ups of the fixed path.
-        let _ = write!(md, "Fixed-path speed-up (fresh median / fixed median):");
+        let mut speedups = Vec::new();
         for choice in BoundChoice::ALL.iter().filter(|c| c.exact()) {
             let ratios: Vec<String> = args
                 .report_t
@@ -496,10 +498,14 @@ fn write_report(
                 })
                 .collect();
             if !ratios.is_empty() {
-                let _ = write!(md, " {} {};", choice.tag(), ratios.join(", "));
+                speedups.push(format!("{} {}", choice.tag(), ratios.join(", ")));
             }
         }
-        let _ = writeln!(md, "\n");
+        let _ = writeln!(
+            md,
+            "Fixed-path speed-up (fresh median / fixed median): {}.\n",
+            speedups.join("; ")
+        );
     }
     let _ = writeln!(md, "## Set-up costs and memory\n");
     let _ = writeln!(
@@ -521,10 +527,12 @@ fn write_report(
     }
     let _ = writeln!(md);
     // Plots: time per round against t, log–log, per arm count and path.
-    let dir = path
+    let parent = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    let dir = parent.join(PLOT_DIR);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let _ = writeln!(md, "## Scaling\n");
     for &arms in &args.report_arms {
         for fixed in [false, true] {
@@ -562,7 +570,7 @@ fn write_report(
                 .file_name()
                 .map(|f| f.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let _ = writeln!(md, "![{title}]({file}.svg)\n");
+            let _ = writeln!(md, "![{title}]({PLOT_DIR}/{file}.svg)\n");
         }
     }
     std::fs::write(path, md).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -573,6 +581,9 @@ fn write_report(
     );
     Ok(())
 }
+
+/// Where the report's plots go, beside the report.
+const PLOT_DIR: &str = "bench-plots";
 
 /// Regularisers (Cholesky factors) of a bound: the fixed-set memory scales with them.
 fn regularisers(choice: BoundChoice) -> usize {
