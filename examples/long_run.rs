@@ -2,7 +2,7 @@
 //!
 //! ```sh
 //! cargo run --release --example long_run -- exact [ROUNDS=20000] [ARMS=100]
-//! cargo run --release --example long_run -- ek-ucb [ROUNDS=1000000]
+//! cargo run --release --example long_run -- ek-ucb [ROUNDS=1000000] [ENV=bump|chessboard|step-diagonal]
 //! ```
 //!
 //! `exact`: AMM-UCB (Matérn 5/2, ℓ = 0.5, d = 3, paper 001's parameters) on a fixed set of
@@ -11,7 +11,8 @@
 //! stretch and the memory: the process's resident set, and what one more observation adds
 //! (8·(t + 1) bytes for the Cholesky row, 8·A for the arms' solved columns).
 //!
-//! `ek-ucb`: EK-UCB on paper 003's 'Bump' (the `kbandit reproduce contextual` settings:
+//! `ek-ucb`: EK-UCB on one of paper 003's environments, 'Bump' by default (the
+//! `kbandit reproduce contextual` settings:
 //! Gaussian ℓ = 0.1, λ = μ = 10, β̃ = 0.1, γ = 0.1λ, ε = ½), printing the dictionary size m,
 //! the time per round and the resident set as it goes.
 
@@ -76,8 +77,8 @@ fn exact(rounds: usize, arms: usize) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn ek_ucb(rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let problem = ContextualProblem::new(ContextualEnv::Bump, ContextualConfig::default(), 0)?;
+fn ek_ucb(rounds: usize, env: ContextualEnv) -> Result<(), Box<dyn std::error::Error>> {
+    let problem = ContextualProblem::new(env, ContextualConfig::default(), 0)?;
     let lambda = 10.0;
     let sketch = SketchParams::new()
         .lambda(lambda)
@@ -87,7 +88,7 @@ fn ek_ucb(rounds: usize) -> Result<(), Box<dyn std::error::Error>> {
         .gamma(0.1 * lambda);
     let kernel = Rbf::new(0.1)?;
     let mut agent = UcbAgent::new(EkUcb::new(kernel, sketch, 7)?);
-    println!("EK-UCB on Bump, {rounds} rounds");
+    println!("EK-UCB on {}, {rounds} rounds", env.name());
     println!(
         "{:>9} {:>10} {:>14} {:>6} {:>10} {:>14}",
         "t", "elapsed s", "ms per round", "m", "RSS MB", "mean regret"
@@ -128,7 +129,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     match args.first().map(String::as_str) {
         Some("exact") => exact(number(1, 20_000)?, number(2, 100)?),
-        Some("ek-ucb") => ek_ucb(number(1, 1_000_000)?),
-        _ => Err("usage: long_run exact [ROUNDS] [ARMS] | long_run ek-ucb [ROUNDS]".into()),
+        Some("ek-ucb") => {
+            let env = match args.get(2).map(String::as_str) {
+                None | Some("bump") => ContextualEnv::Bump,
+                Some("chessboard") => ContextualEnv::Chessboard,
+                Some("step-diagonal") => ContextualEnv::StepDiagonal,
+                Some(other) => return Err(format!("unknown environment {other}").into()),
+            };
+            ek_ucb(number(1, 1_000_000)?, env)
+        }
+        _ => Err("usage: long_run exact [ROUNDS] [ARMS] | long_run ek-ucb [ROUNDS] [ENV]".into()),
     }
 }

@@ -169,7 +169,7 @@ fn uniform_points(rng: &mut ChaCha8Rng, n: usize, dims: usize) -> Vec<Vec<f64>> 
 }
 
 fn reward(x: &[f64], rng: &mut ChaCha8Rng) -> f64 {
-    let f = (6.0 * x[0]).sin() * x.get(1).copied().unwrap_or(1.0) + x[2..].iter().sum::<f64>();
+    let f = (6.0 * x[0]).sin() * x.get(1).copied().unwrap_or(1.0) + x.iter().skip(2).sum::<f64>();
     f + 0.1 * (rng.random::<f64>() - 0.5)
 }
 

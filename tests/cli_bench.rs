@@ -1,0 +1,99 @@
+//! `kbandit bench` run as a process: the JSON line's fields and their consistency, the report's
+//! tables and plots, and bad arguments.
+#![cfg(feature = "cli")]
+
+use std::process::{Command, Output};
+
+fn kbandit(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kbandit"))
+        .args(args)
+        .output()
+        .expect("the kbandit binary runs")
+}
+
+fn measure(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["bench", "--t", "150", "--arms", "40", "--rounds", "6"];
+    args.extend_from_slice(extra);
+    let out = kbandit(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
+    serde_json::from_str(stdout.trim()).unwrap()
+}
+
+#[test]
+fn one_json_line_per_measurement() {
+    for bound in ["ay", "igp", "amm", "dmm", "cmm", "k-ucb", "bkb", "ek-ucb"] {
+        for fixed in [false, true] {
+            let mut extra = vec!["--bound", bound, "--threads", "1"];
+            if fixed {
+                extra.push("--fixed-arms");
+            }
+            let m = measure(&extra);
+            assert_eq!(m["bound"], bound);
+            assert_eq!((m["t"].as_u64(), m["arms"].as_u64()), (Some(150), Some(40)));
+            assert_eq!(m["dims"], 3);
+            assert_eq!(m["threads"], 1);
+            assert_eq!(m["fixed_arms"], fixed);
+            assert_eq!(m["rounds"], 6);
+            let (p10, median, p90) = (
+                m["p10_ms"].as_f64().unwrap(),
+                m["median_ms"].as_f64().unwrap(),
+                m["p90_ms"].as_f64().unwrap(),
+            );
+            assert!(0.0 < p10 && p10 <= median && median <= p90, "{m}");
+            // Only the bounds with per-arm state keep the fixed set.
+            let keeps = fixed && !matches!(bound, "cmm" | "bkb" | "ek-ucb");
+            assert_eq!(m["fixed_bytes"].as_u64().unwrap() > 0, keeps, "{m}");
+        }
+    }
+}
+
+#[test]
+fn the_report_has_every_cell_and_the_plots() {
+    let dir = std::env::temp_dir().join(format!("kbandit-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("BENCH.md");
+    let out = kbandit(&[
+        "bench",
+        "--report",
+        report.to_str().unwrap(),
+        "--report-t",
+        "50,150",
+        "--report-arms",
+        "20",
+        "--rounds",
+        "3",
+        "--budget",
+        "0",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&report).unwrap();
+    assert!(text.contains("| bound | path | t = 50 | t = 150 |"));
+    // Five bounds with a fresh and a fixed row, three with one row.
+    let rows = text
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.matches('|').count() == 5 && !l.contains("bound"))
+        .count();
+    assert_eq!(rows, 5 * 2 + 3, "{text}");
+    assert!(!text.contains(" – |"), "no empty cell: {text}");
+    for kind in ["fresh", "fixed"] {
+        let svg = dir.join("bench-plots").join(format!("bench_{kind}_20.svg"));
+        assert!(std::fs::read_to_string(svg).unwrap().starts_with("<svg"));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_arguments_exit_with_status_2() {
+    for args in [
+        &["bench", "--arms", "0"][..],
+        &["bench", "--dims", "0"],
+        &["bench", "--threads", "0"],
+        &["bench", "--budget", "-1"],
+    ] {
+        let out = kbandit(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with("kbandit: "));
+    }
+}
