@@ -10,7 +10,7 @@ pub mod error;
 pub mod kernel;
 mod linalg;
 pub mod nonstationary;
-mod parallel;
+pub mod parallel;
 pub mod points;
 pub mod posterior;
 pub mod prelude;

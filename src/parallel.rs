@@ -5,12 +5,49 @@
 //! in order on the calling thread. Chunk boundaries depend only on the problem size, never on
 //! the number of threads, and every chunk does the same arithmetic in the same order either
 //! way, so the results are bit-for-bit identical (tested in `tests/parallel.rs`). To limit the
-//! threads, run the calls inside `rayon::ThreadPool::install`.
+//! threads, run the calls inside `rayon::ThreadPool::install`; to keep them on the calling
+//! thread, inside [`sequential`].
 
 use faer::MatMut;
 
+thread_local! {
+    /// Set while [`sequential`] runs on this thread.
+    static SEQUENTIAL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this crate's parallel loops kept on the calling thread: for callers that
+/// already spread coarser work over the cores, such as independent repetitions of a bandit
+/// run on a rayon pool. There, a worker that waits for one of a loop's chunks may steal a
+/// whole other repetition and leave its own stuck underneath it (measured on `kbandit
+/// reproduce table1` with CMM-UCB: 1.14 of 2 cores busy); under `sequential` each repetition
+/// stays on its thread. Results are the same bits either way.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::parallel::sequential;
+/// let sum: usize = sequential(|| (1..=10).sum());
+/// assert_eq!(sum, 55);
+/// ```
+pub fn sequential<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SEQUENTIAL.with(|s| s.set(self.0));
+        }
+    }
+    let _reset = Reset(SEQUENTIAL.with(|s| s.replace(true)));
+    f()
+}
+
+/// Whether a loop of `work` operations over `pieces` pieces should be spread over the threads.
+#[cfg(feature = "parallel")]
+fn spread(work: usize, pieces: usize) -> bool {
+    work >= MIN_PARALLEL_WORK && pieces > 1 && !SEQUENTIAL.with(std::cell::Cell::get)
+}
+
 /// Below this many floating-point operations a loop runs on the calling thread: a rayon task
 /// costs a few microseconds to start and join.
+#[cfg(feature = "parallel")]
 const MIN_PARALLEL_WORK: usize = 1 << 18;
 
 /// Runs `f(index, chunk)` on the consecutive `chunk`-element chunks of `data` (the last may be
@@ -22,7 +59,7 @@ where
 {
     let chunk = chunk.max(1);
     #[cfg(feature = "parallel")]
-    if work >= MIN_PARALLEL_WORK && data.len() > chunk {
+    if spread(work, data.len().div_ceil(chunk)) {
         use rayon::prelude::*;
         data.par_chunks_mut(chunk)
             .enumerate()
@@ -56,7 +93,7 @@ where
         rest = tail;
     }
     #[cfg(feature = "parallel")]
-    if work >= MIN_PARALLEL_WORK && blocks.len() > 1 {
+    if spread(work, blocks.len()) {
         use rayon::prelude::*;
         blocks
             .into_par_iter()

@@ -15,7 +15,11 @@ fn measure(extra: &[&str]) -> serde_json::Value {
     let mut args = vec!["bench", "--t", "150", "--arms", "40", "--rounds", "6"];
     args.extend_from_slice(extra);
     let out = kbandit(&args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(stdout.lines().count(), 1, "one JSON line: {stdout}");
     serde_json::from_str(stdout.trim()).unwrap()
@@ -36,6 +40,7 @@ fn one_json_line_per_measurement() {
             assert_eq!(m["threads"], 1);
             assert_eq!(m["fixed_arms"], fixed);
             assert_eq!(m["rounds"], 6);
+            assert_eq!(m["mode"], "round");
             let (p10, median, p90) = (
                 m["p10_ms"].as_f64().unwrap(),
                 m["median_ms"].as_f64().unwrap(),
@@ -47,6 +52,13 @@ fn one_json_line_per_measurement() {
             assert_eq!(m["fixed_bytes"].as_u64().unwrap() > 0, keeps, "{m}");
         }
     }
+}
+
+#[test]
+fn score_mode_times_the_evaluation_of_every_arm() {
+    let m = measure(&["--bound", "dmm", "--score"]);
+    assert_eq!(m["mode"], "score");
+    assert!(m["median_ms"].as_f64().unwrap() > 0.0);
 }
 
 #[test]
@@ -67,7 +79,11 @@ fn the_report_has_every_cell_and_the_plots() {
         "--budget",
         "0",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = std::fs::read_to_string(&report).unwrap();
     assert!(text.contains("| bound | path | t = 50 | t = 150 |"));
     // Five bounds with a fresh and a fixed row, three with one row.

@@ -175,6 +175,14 @@ fn a_set_that_outgrows_its_memory_limit_is_dropped_and_results_stay_exact() {
     }
     assert_eq!(gp.fixed_arms(), None);
     assert_eq!(gp.fixed_arms_bytes(), 0);
+    // Declaring a set already over the limit keeps nothing, also in place of a kept set.
+    assert!(gp.fix_arms(&points, None).unwrap());
+    assert!(!gp.fix_arms(&points, Some(8 * 50 * 24)).unwrap());
+    assert_eq!(gp.fixed_arms(), None);
+    assert!(gp.fix_arms(&points, None).unwrap());
+    let other = grid(10, 13);
+    assert!(!gp.fix_arms(&other.as_points().unwrap(), Some(1)).unwrap());
+    assert_eq!(gp.fixed_arms(), None);
     let (a, b) = (
         gp.evaluate(&points).unwrap(),
         plain.evaluate(&points).unwrap(),

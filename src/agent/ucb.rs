@@ -79,8 +79,9 @@ impl<B: ConfidenceBound> UcbAgent<B> {
 
     /// Declares the arm set every round will offer, so that the exact bounds keep per-arm
     /// state from the first round on, whatever its size (8·A bytes per observation and
-    /// regulariser; [`ConfidenceBound::fix_arms`]). Other arm sets still work, by the
-    /// general path.
+    /// regulariser; [`ConfidenceBound::fix_arms`]), and the policy becomes
+    /// [`ArmSetPolicy::Declared`]. Bounds without per-arm state (CMM-UCB, the sketched ones)
+    /// ignore it and keep the current policy. Other arm sets still work, by the general path.
     ///
     /// # Errors
     /// [`Error::NoArms`], ragged, non-finite or wrongly sized arms.
@@ -100,9 +101,10 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn with_arm_set<A: AsPoints + ?Sized>(mut self, arms: &A) -> Result<Self> {
-        self.bound.fix_arms(&arms.as_points()?, None)?;
-        self.policy = ArmSetPolicy::Declared;
-        self.previous = Vec::new();
+        if self.bound.fix_arms(&arms.as_points()?, None)? {
+            self.policy = ArmSetPolicy::Declared;
+            self.previous = Vec::new();
+        }
         Ok(self)
     }
 

@@ -130,7 +130,10 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     /// [`crate::Error::InvalidParameter`] if the number of targets differs from the number of
-    /// points; as [`ConfidenceBound::observe`]. The bound is unchanged on error.
+    /// points; as [`ConfidenceBound::observe`]. On error the exact bounds are unchanged; the
+    /// provided method (used by the sketched bounds) observes one point at a time and
+    /// [`ConfidenceBound::truncate`]s back on a failure, which restores their observations
+    /// but neither rewinds their random generator nor, for BKB, its resampled dictionary.
     ///
     /// [`ExactPosterior::observe_many`]: crate::posterior::ExactPosterior::observe_many
     fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
@@ -216,6 +219,11 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// The number of arms of the fixed set kept, if any.
     fn fixed_arms(&self) -> Option<usize> {
         None
+    }
+
+    /// Bytes held for the fixed arm set (0 without one).
+    fn fixed_arms_bytes(&self) -> usize {
+        0
     }
 
     /// Whether `arms` are the fixed arm set kept (same values, same order); O(A·d).
@@ -312,6 +320,9 @@ macro_rules! forward_bound {
             fn fixed_arms(&self) -> Option<usize> {
                 (**self).fixed_arms()
             }
+            fn fixed_arms_bytes(&self) -> usize {
+                (**self).fixed_arms_bytes()
+            }
             fn is_fixed(&self, arms: &Points<'_>) -> bool {
                 (**self).is_fixed(arms)
             }
@@ -345,6 +356,9 @@ macro_rules! forward_posterior {
         }
         fn fixed_arms(&self) -> Option<usize> {
             self.posterior.fixed_arms()
+        }
+        fn fixed_arms_bytes(&self) -> usize {
+            self.posterior.fixed_arms_bytes()
         }
         fn is_fixed(&self, arms: &$crate::points::Points<'_>) -> bool {
             self.posterior.is_fixed(arms)

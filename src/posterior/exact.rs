@@ -330,13 +330,16 @@ impl<K: Kernel> ExactPosterior<K> {
         // Arm j of a fixed set has its solved columns at hand; so may the point of the last query.
         let mut fixed_row = None;
         let mut cached = None;
-        if let Some(fixed) = &self.fixed {
-            if fixed.dim() != x.len() {
-                return Err(Error::DimensionMismatch {
-                    expected: fixed.dim(),
-                    got: x.len(),
-                });
-            }
+        if let Some(fixed) = &self.fixed
+            && fixed.dim() != x.len()
+        {
+            return Err(Error::DimensionMismatch {
+                expected: fixed.dim(),
+                got: x.len(),
+            });
+        }
+        // A set that would outgrow its memory limit is dropped by this update: skip its work.
+        if let Some(fixed) = self.fixed.as_ref().filter(|f| f.fits(1)) {
             let mut row = vec![0.0; fixed.len()];
             self.kernel.eval_rows(fixed.points(), x, &mut row);
             if row.iter().any(|v| !v.is_finite()) {
@@ -374,16 +377,16 @@ impl<K: Kernel> ExactPosterior<K> {
                     .collect::<Result<Vec<_>>>()?
             }
         };
-        if let (Some(fixed), Some(kernel_row)) = (&mut self.fixed, fixed_row) {
-            if fixed.fits(1) {
+        match (&mut self.fixed, fixed_row) {
+            (Some(fixed), Some(kernel_row)) => {
                 let rows: Vec<&[f64]> =
                     pending.iter().map(CholeskyFactor::pending_solved).collect();
                 let (diagonals, whitened): (Vec<f64>, Vec<f64>) =
                     pending.iter().map(CholeskyFactor::pending_tail).unzip();
                 fixed.append(&kernel_row, &rows, &diagonals, &whitened);
-            } else {
-                self.fixed = None;
             }
+            (Some(_), None) => self.fixed = None,
+            (None, _) => {}
         }
         for (factor, row) in self.factors.iter_mut().zip(pending) {
             factor.commit(row);
@@ -473,7 +476,8 @@ impl<K: Kernel> ExactPosterior<K> {
         if gram.iter().any(|v| !v.is_finite()) {
             return Err(non_finite());
         }
-        let kernel_rows = match &self.fixed {
+        let keep_fixed = self.fixed.as_ref().is_some_and(|f| f.fits(n));
+        let kernel_rows = match self.fixed.as_ref().filter(|_| keep_fixed) {
             Some(fixed) => {
                 let a = fixed.len();
                 let mut rows = vec![0.0; n * a];
@@ -489,7 +493,6 @@ impl<K: Kernel> ExactPosterior<K> {
             }
             None => None,
         };
-        let keep_fixed = self.fixed.as_ref().is_some_and(|f| f.fits(n));
         let mut pending = Vec::with_capacity(self.factors.len());
         let mut fixed_rows = Vec::new();
         for factor in &self.factors {
@@ -598,8 +601,8 @@ impl<K: Kernel> ExactPosterior<K> {
     /// beyond; [`ExactPosterior::fixed_arms`] tells whether it is still kept. `None` keeps it
     /// whatever its size.
     ///
-    /// Returns whether the set is kept. Declaring the set already kept does nothing (the limit
-    /// is updated); declaring another replaces it.
+    /// Returns whether the set is kept. Declaring the set already kept only updates the limit;
+    /// declaring another replaces it. When `false` is returned no set is kept.
     ///
     /// # Errors
     /// [`Error::NoArms`] for no point, [`Error::DimensionMismatch`] for points of the wrong
@@ -631,10 +634,16 @@ impl<K: Kernel> ExactPosterior<K> {
             && fixed.matches(points)
         {
             fixed.set_memory_limit(memory_limit);
-            return Ok(true);
+            let kept = fixed.fits(0);
+            if !kept {
+                self.fixed = None;
+            }
+            return Ok(kept);
         }
-        let bytes = 8 * points.len() * (self.len() + 1) * self.factors.len();
+        let bytes =
+            FixedArms::bytes_for(points.len(), points.dim(), self.len(), self.factors.len());
         if memory_limit.is_some_and(|limit| bytes > limit) {
+            self.fixed = None;
             return Ok(false);
         }
         let (prior, cross) = self.query_block(points)?;
@@ -698,7 +707,8 @@ impl<K: Kernel> ExactPosterior<K> {
     }
 
     /// Keeps the first `len` observations and forgets the newer ones (exact, O(1) per factor
-    /// beyond the truncation of the stored rows).
+    /// beyond the truncation of the stored rows; a fixed arm set re-accumulates its means and
+    /// variances from the kept rows, O(A·len) per regulariser).
     pub fn truncate(&mut self, len: usize) {
         if len >= self.len() {
             return;

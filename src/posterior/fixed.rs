@@ -90,18 +90,16 @@ impl FixedArms {
         self.len
     }
 
-    /// Bytes held (the solved columns dominate: 8·A·t per regulariser).
-    pub(crate) fn bytes(&self) -> usize {
-        8 * (self.points.len()
-            + self.prior_variance.len()
-            + self.solved.iter().map(Vec::len).sum::<usize>()
-            + self.means.len()
-            + self.explained.len())
+    /// Bytes held for `arms` arms of dimension `dim` after `rows` observations with
+    /// `regularisers` factors: the points, k(x, x), and per regulariser the solved columns
+    /// (8·A·t, which dominate), means and squared norms.
+    pub(crate) fn bytes_for(arms: usize, dim: usize, rows: usize, regularisers: usize) -> usize {
+        8 * arms * (dim + 1 + regularisers * (rows + 2))
     }
 
-    /// Bytes one more observation adds.
-    pub(crate) fn bytes_per_observation(&self) -> usize {
-        8 * self.len * self.solved.len()
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        Self::bytes_for(self.len, self.dim(), self.rows, self.solved.len())
     }
 
     /// Whether `points` are exactly these arms, in this order; O(A·d).
@@ -194,13 +192,13 @@ impl FixedArms {
                     *o /= d;
                 }
             });
-            let w = whitened_targets[r];
-            let means = &mut self.means[r * a..(r + 1) * a];
-            let explained = &mut self.explained[r * a..(r + 1) * a];
-            for ((mean, ex), &v) in means.iter_mut().zip(explained.iter_mut()).zip(&new_row) {
-                *mean += v * w;
-                *ex += v * v;
-            }
+            let (means, explained) = (&mut self.means[r * a..], &mut self.explained[r * a..]);
+            accumulate_row(
+                &mut means[..a],
+                &mut explained[..a],
+                &new_row,
+                whitened_targets[r],
+            );
             solved.extend_from_slice(&new_row);
         }
         self.rows += 1;
@@ -218,10 +216,7 @@ impl FixedArms {
         let means = &mut self.means[r * a..(r + 1) * a];
         let explained = &mut self.explained[r * a..(r + 1) * a];
         for (row, &w) in rows.chunks_exact(a).zip(whitened_targets) {
-            for ((mean, ex), &v) in means.iter_mut().zip(explained.iter_mut()).zip(row) {
-                *mean += v * w;
-                *ex += v * v;
-            }
+            accumulate_row(means, explained, row, w);
         }
         self.solved[r].extend_from_slice(rows);
     }
@@ -231,10 +226,11 @@ impl FixedArms {
         self.rows += n;
     }
 
-    /// Whether appending `n` more observations stays within the memory limit.
+    /// Whether the set stays within its memory limit after `n` more observations.
     pub(crate) fn fits(&self, n: usize) -> bool {
-        self.memory_limit
-            .is_none_or(|limit| self.bytes() + n * self.bytes_per_observation() <= limit)
+        self.memory_limit.is_none_or(|limit| {
+            Self::bytes_for(self.len, self.dim(), self.rows + n, self.solved.len()) <= limit
+        })
     }
 
     /// Keeps the first `len` rows (after the factors were truncated to `len`).
@@ -288,11 +284,18 @@ impl FixedArms {
             let explained = &mut self.explained[r * a..(r + 1) * a];
             let w = factor.whitened_targets();
             for (row, &wi) in self.solved[r].chunks_exact(a.max(1)).zip(w) {
-                for ((mean, ex), &v) in means.iter_mut().zip(explained.iter_mut()).zip(row) {
-                    *mean += v * wi;
-                    *ex += v * v;
-                }
+                accumulate_row(means, explained, row, wi);
             }
         }
+    }
+}
+
+/// Adds one solved row v (one entry per point) to the means (+ v·w) and to the squared norms
+/// (+ v²): the order in which every path accumulates them, row by row.
+#[inline]
+pub(crate) fn accumulate_row(means: &mut [f64], explained: &mut [f64], row: &[f64], w: f64) {
+    for ((mean, ex), &v) in means.iter_mut().zip(explained.iter_mut()).zip(row) {
+        *mean += v * w;
+        *ex += v * v;
     }
 }

@@ -43,6 +43,10 @@ pub struct BenchArgs {
     /// Offer the same arms every round, declared to the agent (the fixed-arm path).
     #[arg(long)]
     fixed_arms: bool,
+    /// Time the scoring of every arm (`ConfidenceBound::evaluate`: mean, LCB and UCB) instead
+    /// of a UCB round.
+    #[arg(long)]
+    score: bool,
     /// Worker threads for the parallel loops (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -149,6 +153,8 @@ pub struct Measurement {
     arms: usize,
     dims: usize,
     fixed_arms: bool,
+    /// "round" (select + update) or "score" (`evaluate` on every arm).
+    mode: &'static str,
     threads: usize,
     rounds: usize,
     median_ms: f64,
@@ -168,9 +174,13 @@ fn uniform_points(rng: &mut ChaCha8Rng, n: usize, dims: usize) -> Vec<Vec<f64>> 
         .collect()
 }
 
+/// f(x) = sin(6x₁)·x₂ + x₃ + … (x₂ = 1 in one dimension).
+fn value(x: &[f64]) -> f64 {
+    (6.0 * x[0]).sin() * x.get(1).copied().unwrap_or(1.0) + x.iter().skip(2).sum::<f64>()
+}
+
 fn reward(x: &[f64], rng: &mut ChaCha8Rng) -> f64 {
-    let f = (6.0 * x[0]).sin() * x.get(1).copied().unwrap_or(1.0) + x.iter().skip(2).sum::<f64>();
-    f + 0.1 * (rng.random::<f64>() - 0.5)
+    value(x) + 0.1 * (rng.random::<f64>() - 0.5)
 }
 
 /// A bound warm-started with `t` observations, and the seconds that took.
@@ -204,6 +214,7 @@ fn time_rounds(
     arms: usize,
     dims: usize,
     fixed: bool,
+    score: bool,
     rounds: usize,
     budget: f64,
     seed: u64,
@@ -224,11 +235,7 @@ fn time_rounds(
     } else {
         0.0
     };
-    // The solved columns: 8 bytes per arm, observation and regulariser.
-    let fixed_bytes = agent
-        .bound()
-        .fixed_arms()
-        .map_or(0, |_| 8 * arms * (t + 1) * regularisers(choice));
+    let fixed_bytes = agent.bound().fixed_arms_bytes();
     let mut times = Vec::with_capacity(rounds);
     let clock = Instant::now();
     while times.len() < rounds.max(1) && (times.len() < 3 || clock.elapsed().as_secs_f64() < budget)
@@ -240,12 +247,19 @@ fn time_rounds(
             fresh = uniform_points(&mut rng, arms, dims);
             &fresh
         };
-        let y_noise = rng.random::<f64>();
+        let noise = 0.1 * (rng.random::<f64>() - 0.5);
         let round = Instant::now();
-        let i = agent.select(set).map_err(|e| e.to_string())?;
-        let x = &set[i];
-        let y = reward(x, &mut ChaCha8Rng::seed_from_u64(y_noise.to_bits()));
-        agent.update(x, y).map_err(|e| e.to_string())?;
+        if score {
+            let points = set.as_points().map_err(|e| e.to_string())?;
+            let bounds = agent.bound().evaluate(&points).map_err(|e| e.to_string())?;
+            std::hint::black_box(bounds);
+        } else {
+            let i = agent.select(set).map_err(|e| e.to_string())?;
+            let x = &set[i];
+            agent
+                .update(x, value(x) + noise)
+                .map_err(|e| e.to_string())?;
+        }
         times.push(round.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
@@ -256,6 +270,7 @@ fn time_rounds(
         arms,
         dims,
         fixed_arms: fixed,
+        mode: if score { "score" } else { "round" },
         threads: rayon::current_num_threads(),
         rounds: times.len(),
         median_ms: quantile(0.5),
@@ -315,6 +330,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
             args.arms,
             args.dims,
             args.fixed_arms,
+            args.score,
             args.rounds,
             args.budget,
             args.seed,
@@ -391,6 +407,7 @@ fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
                         arms,
                         args.dims,
                         fixed,
+                        false,
                         args.rounds,
                         args.budget,
                         args.seed,
@@ -584,14 +601,6 @@ fn write_report(
 
 /// Where the report's plots go, beside the report.
 const PLOT_DIR: &str = "bench-plots";
-
-/// Regularisers (Cholesky factors) of a bound: the fixed-set memory scales with them.
-fn regularisers(choice: BoundChoice) -> usize {
-    match choice {
-        BoundChoice::Dmm => kernel_bandits::bound::DMM_GRID.len(),
-        _ => 1,
-    }
-}
 
 fn format_ms(ms: f64) -> String {
     if ms >= 100.0 {

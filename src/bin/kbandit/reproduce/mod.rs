@@ -160,9 +160,14 @@ fn run_jobs<J: Sync, R: Send>(
     let bar = progress_bar(jobs.len() as u64, what);
     let start = std::time::Instant::now();
     let results = pool.install(|| {
+        // One task per job: rayon's default splitting hands each thread a contiguous range to
+        // run in order, and the callers sort the jobs by cost, so one thread got every CMM run.
         jobs.par_iter()
+            .with_max_len(1)
             .map(|job| {
-                let result = run(job);
+                // The jobs already fill the cores: the library's loops stay on the job's
+                // thread (see `kernel_bandits::parallel::sequential`).
+                let result = kernel_bandits::parallel::sequential(|| run(job));
                 bar.inc(1);
                 result
             })
