@@ -54,7 +54,7 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 50)]
     rounds: usize,
     /// Timed rounds: stop after this many seconds (at least 3 rounds are always timed).
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
     budget: f64,
     /// Seed of the warm-up data, the arms and the noise.
     #[arg(long, default_value_t = 0)]
