@@ -169,6 +169,18 @@ impl<'a> Points<'a> {
         self.point(i, &mut scratch).to_vec()
     }
 
+    /// Whether these are exactly the `len` points stored row-major in `data` (same values,
+    /// same order); O(len·d).
+    pub(crate) fn equals_row_major(&self, data: &[f64], len: usize) -> bool {
+        if self.len() != len || self.len() * self.dim() != data.len() {
+            return false;
+        }
+        let d = self.dim();
+        let mut same = true;
+        self.for_each(|j, x| same &= x == &data[j * d..(j + 1) * d]);
+        same
+    }
+
     /// Calls `f(i, point_i)` for every point, in order, reusing one scratch buffer.
     pub fn for_each(&self, mut f: impl FnMut(usize, &[f64])) {
         let mut scratch = vec![0.0; self.dim];

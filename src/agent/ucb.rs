@@ -141,13 +141,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
 
     /// Whether `arms` are the arms of the last `select`.
     fn same_as_previous(&self, arms: &Points<'_>) -> bool {
-        if arms.len() != self.previous_len || arms.len() * arms.dim() != self.previous.len() {
-            return false;
-        }
-        let d = arms.dim();
-        let mut same = true;
-        arms.for_each(|j, x| same &= x == &self.previous[j * d..(j + 1) * d]);
-        same
+        arms.equals_row_major(&self.previous, self.previous_len)
     }
 
     /// `select` under [`ArmSetPolicy::Detect`]. A rejected call changes nothing: the arms are

@@ -4,7 +4,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::CholeskyFactor;
-use super::fixed::FixedArms;
+use super::fixed::{FixedArms, accumulate_row};
 use super::select;
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
@@ -953,10 +953,7 @@ impl<K: Kernel> ExactPosterior<K> {
                 means.resize(start + m, 0.0);
                 explained.fill(0.0);
                 for (row, &w) in block.chunks_exact(m).zip(factor.whitened_targets()) {
-                    for ((mean, ex), &v) in means[start..].iter_mut().zip(&mut explained).zip(row) {
-                        *mean += v * w;
-                        *ex += v * v;
-                    }
+                    accumulate_row(&mut means[start..], &mut explained, row, w);
                 }
                 let a = factor.regulariser();
                 for (j, (prior, ex)) in prior_variance.iter().zip(&explained).enumerate() {

@@ -104,13 +104,7 @@ impl FixedArms {
 
     /// Whether `points` are exactly these arms, in this order; O(A·d).
     pub(crate) fn matches(&self, points: &Points<'_>) -> bool {
-        if points.len() != self.len || points.len() * points.dim() != self.points.len() {
-            return false;
-        }
-        let d = points.dim();
-        let mut same = true;
-        points.for_each(|j, x| same &= x == &self.points[j * d..(j + 1) * d]);
-        same
+        points.equals_row_major(&self.points, self.len)
     }
 
     /// The arms, row-major.
