@@ -84,6 +84,40 @@ pub enum Error {
         /// The number of arms offered.
         arms: usize,
     },
+    /// A snapshot could not be restored (feature `serde`, [`crate::snapshot`]).
+    #[error("cannot restore the snapshot: {0}")]
+    Snapshot(#[from] SnapshotError),
+}
+
+/// Why a snapshot was refused ([`Error::Snapshot`]).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, ThisError)]
+pub enum SnapshotError {
+    /// Not a snapshot of this crate, or not decodable (truncated, wrong field types, …).
+    #[error("malformed: {0}")]
+    Malformed(String),
+    /// Written by a version of the format this crate does not read.
+    #[error("format version {found}, this crate reads version {supported}")]
+    Version {
+        /// The snapshot's version.
+        found: u32,
+        /// The version this crate reads and writes.
+        supported: u32,
+    },
+    /// A snapshot of another type (e.g. of an AMM agent restored as a DMM agent).
+    #[error("a snapshot of `{found}`, expected `{expected}`")]
+    Kind {
+        /// The kind stored in the snapshot.
+        found: String,
+        /// The kind that was asked for.
+        expected: String,
+    },
+    /// The state does not match its checksum: the snapshot was altered or damaged.
+    #[error("checksum mismatch: the snapshot was altered or damaged")]
+    Checksum,
+    /// The state decodes but violates an invariant the crate maintains.
+    #[error("inconsistent state: {0}")]
+    Inconsistent(String),
 }
 
 /// `Result` with the crate's [`Error`].

@@ -14,5 +14,7 @@ pub mod parallel;
 pub mod points;
 pub mod posterior;
 pub mod prelude;
+#[cfg(feature = "serde")]
+pub mod snapshot;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, SnapshotError};

@@ -12,3 +12,5 @@ pub use crate::error::{Error, Result};
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};
 pub use crate::points::{AsPoints, ContextualArms, Points};
 pub use crate::posterior::ExactPosterior;
+#[cfg(feature = "serde")]
+pub use crate::snapshot::Snapshot;

@@ -71,3 +71,54 @@ impl<R: Rng> BanditAgent for RandomAgent<R> {
         Ok(())
     }
 }
+
+/// Snapshots of the ChaCha8-driven random agent: the generator's seed, stream and position,
+/// so that a restored agent draws the same arms.
+#[cfg(feature = "serde")]
+mod snapshot {
+    use rand::rngs::ChaCha8Rng;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::RandomAgent;
+    use crate::bound::sketch::chacha;
+
+    #[derive(Serialize)]
+    struct Saved<'a> {
+        #[serde(with = "chacha")]
+        rng: &'a ChaCha8Rng,
+        dim: Option<usize>,
+    }
+
+    #[derive(Deserialize)]
+    struct Restored {
+        #[serde(with = "chacha")]
+        rng: ChaCha8Rng,
+        dim: Option<usize>,
+    }
+
+    impl Serialize for RandomAgent<ChaCha8Rng> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            Saved {
+                rng: &self.rng,
+                dim: self.dim,
+            }
+            .serialize(s)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for RandomAgent<ChaCha8Rng> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            let Restored { rng, dim } = Restored::deserialize(d)?;
+            Ok(Self { rng, dim })
+        }
+    }
+
+    impl crate::snapshot::Snapshot for RandomAgent<ChaCha8Rng> {
+        fn kind() -> String {
+            "random-agent<chacha8>".into()
+        }
+        fn restore(&mut self) -> crate::error::Result<()> {
+            crate::snapshot::ensure(self.dim != Some(0), || "dimension 0".into())
+        }
+    }
+}

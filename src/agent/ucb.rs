@@ -8,6 +8,7 @@ use crate::points::{AsPoints, Points};
 /// How a [`UcbAgent`] uses the fixed-arm fast path of its bound
 /// ([`ConfidenceBound::fix_arms`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ArmSetPolicy {
     /// Detect a fixed arm set: when `select` is offered the same arms (same values, same
     /// order) twice in a row, declare them to the bound, as long as its per-arm state stays
@@ -58,6 +59,7 @@ impl Default for ArmSetPolicy {
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct UcbAgent<B> {
     bound: B,
     policy: ArmSetPolicy,
@@ -186,5 +188,27 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
 
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
         self.bound.observe(x, y)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<B: ConfidenceBound + crate::snapshot::Snapshot> crate::snapshot::Snapshot for UcbAgent<B> {
+    fn kind() -> String {
+        format!("ucb-agent<{}>", B::kind())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        self.bound.restore()?;
+        let dim = self.bound.dim().unwrap_or(0);
+        crate::snapshot::ensure(
+            self.previous.is_empty()
+                || (self.previous_len > 0 && self.previous.len().is_multiple_of(self.previous_len)),
+            || "remembered arms of ragged dimension".into(),
+        )?;
+        crate::snapshot::ensure(
+            dim == 0 || self.previous.is_empty() || self.previous.len() == self.previous_len * dim,
+            || "remembered arms of another dimension".into(),
+        )?;
+        crate::snapshot::ensure_finite(&self.previous, "remembered arms")
     }
 }

@@ -22,6 +22,7 @@ use crate::posterior::ExactPosterior;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Amm<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
@@ -73,3 +74,9 @@ impl<K: Kernel> ConfidenceBound for Amm<K> {
 
     forward_posterior!();
 }
+
+#[cfg(feature = "serde")]
+super::exact_snapshot!(Amm, "amm", |b| {
+    b.params.restore()?;
+    super::same_regularisers(&b.posterior, &[b.params.mixture_regulariser()])
+});

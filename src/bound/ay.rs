@@ -23,6 +23,7 @@ use crate::posterior::ExactPosterior;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Ay<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
@@ -78,3 +79,9 @@ impl<K: Kernel> ConfidenceBound for Ay<K> {
 
     forward_posterior!();
 }
+
+#[cfg(feature = "serde")]
+super::exact_snapshot!(Ay, "ay", |b| {
+    b.params.restore()?;
+    super::same_regularisers(&b.posterior, &[b.params.lambda()])
+});

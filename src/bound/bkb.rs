@@ -43,6 +43,7 @@ use crate::posterior::SketchedPosterior;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Bkb<K> {
     posterior: SketchedPosterior<K>,
     params: SketchParams,
@@ -198,5 +199,26 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
     fn truncate(&mut self, len: usize) {
         self.posterior.truncate(len);
         self.refresh_played_variance();
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Bkb<K> {
+    fn kind() -> String {
+        format!("bkb<{}>", K::kind())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        self.posterior.restore()?;
+        let theory_ok = self
+            .theory
+            .is_none_or(|(xi, f)| xi.is_finite() && xi > 0.0 && f.is_finite() && f > 0.0);
+        crate::snapshot::ensure(
+            self.qbar.is_finite()
+                && self.qbar > 0.0
+                && theory_ok
+                && self.played_variance.is_finite(),
+            || "BKB parameters out of range".into(),
+        )
     }
 }

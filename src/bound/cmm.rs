@@ -72,6 +72,7 @@ use crate::posterior::ExactPosterior;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Cmm<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
@@ -79,6 +80,7 @@ pub struct Cmm<K> {
     /// current length and (after a bordered update) its parent: valid as long as no truncation
     /// goes below their length, which [`ConfidenceBound::truncate`] enforces. Keeping the parent
     /// makes a query–update–truncate cycle (trying a point, then forgetting it) cheap too.
+    #[cfg_attr(feature = "serde", serde(with = "spectra"))]
     spectrum: Mutex<Vec<Arc<Spectrum>>>,
 }
 
@@ -87,13 +89,19 @@ impl<K: Clone> Clone for Cmm<K> {
         Self {
             posterior: self.posterior.clone(),
             params: self.params,
-            spectrum: Mutex::new(Vec::new()),
+            spectrum: Mutex::new(
+                self.spectrum
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone(),
+            ),
         }
     }
 }
 
 /// K_t = U diag(λ) Uᵀ split into its numerical range and null space.
 #[derive(Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 struct Spectrum {
     /// Number of observations covered.
     len: usize,
@@ -752,6 +760,83 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clear();
+        Ok(())
+    }
+}
+
+/// The cached eigendecompositions are part of a snapshot: the next bordered update from them
+/// is what makes a restored CMM-UCB continue bit for bit.
+#[cfg(feature = "serde")]
+mod spectra {
+    use std::sync::{Arc, Mutex};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Spectrum;
+
+    pub(super) fn serialize<S: Serializer>(
+        cache: &Mutex<Vec<Arc<Spectrum>>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let cache = cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let spectra: Vec<&Spectrum> = cache.iter().map(|spectrum| &**spectrum).collect();
+        spectra.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Mutex<Vec<Arc<Spectrum>>>, D::Error> {
+        let spectra = Vec::<Spectrum>::deserialize(d)?;
+        Ok(Mutex::new(spectra.into_iter().map(Arc::new).collect()))
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K> {
+    fn kind() -> String {
+        format!("cmm<{}>", K::kind())
+    }
+
+    /// Checks the posterior, the parameters and every cached decomposition (its size, at most
+    /// the data's, and finite entries).
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::{ensure, ensure_finite};
+        self.posterior.restore()?;
+        self.params.restore()?;
+        super::same_regularisers(&self.posterior, &[self.params.mixture_regulariser()])?;
+        let t = self.posterior.len();
+        let cache = self
+            .spectrum
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        ensure(cache.len() <= 2, || {
+            "more than two cached decompositions".into()
+        })?;
+        for s in cache.iter() {
+            let n = s.len;
+            ensure(
+                n <= t
+                    && s.eigen.values.len() == n
+                    && (s.eigen.vectors.nrows(), s.eigen.vectors.ncols()) == (n, n)
+                    && s.first <= n
+                    && s.values.len() == n - s.first
+                    && s.targets.len() == n - s.first
+                    && s.updates <= REFRESH_EVERY,
+                || format!("a decomposition of {n} observations out of {t}"),
+            )?;
+            ensure_finite(&s.eigen.values, "eigenvalues")?;
+            ensure_finite(&s.values, "eigenvalues")?;
+            ensure_finite(&s.targets, "rotated targets")?;
+            ensure(s.null_energy.is_finite(), || {
+                "non-finite null energy".into()
+            })?;
+            ensure(
+                (0..n).all(|j| s.eigen.vectors.col(j).iter().all(|v| v.is_finite())),
+                || "non-finite eigenvector".into(),
+            )?;
+        }
         Ok(())
     }
 }

@@ -35,6 +35,7 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Dmm<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
@@ -143,3 +144,13 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
 
     forward_posterior!();
 }
+
+#[cfg(feature = "serde")]
+super::exact_snapshot!(Dmm, "dmm", |b| {
+    b.params.restore()?;
+    let a0 = b.params.mixture_regulariser();
+    crate::snapshot::ensure(
+        b.posterior.regularisers().nth(b.mixture_index) == Some(a0),
+        || "the mixture regulariser a0 is not in the grid".into(),
+    )
+});

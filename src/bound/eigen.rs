@@ -23,9 +23,11 @@ use crate::error::{Error, Result};
 
 /// K = U diag(λ) Uᵀ, eigenvalues ascending.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct Eigen {
     pub values: Vec<f64>,
     /// t × t, column i the eigenvector of `values[i]`.
+    #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::mat"))]
     pub vectors: Mat<f64>,
 }
 

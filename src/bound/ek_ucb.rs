@@ -51,6 +51,7 @@ use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct EkUcb<K> {
     posterior: SketchedPosterior<K>,
     params: SketchParams,
@@ -60,6 +61,7 @@ pub struct EkUcb<K> {
     theory: Option<(f64, f64)>,
     rng: SketchRng,
     /// Cholesky factor of S K_ZZ S + μI (KORS's matrix, anchors in dictionary order).
+    #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::growing_mat"))]
     kors: Mat<f64>,
     /// 1/√p̃ for each anchor.
     kors_scale: Vec<f64>,
@@ -320,5 +322,42 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
         self.kors_scale.truncate(keep);
         self.sync_kors();
         self.log_det_bound.truncate(len);
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for EkUcb<K> {
+    fn kind() -> String {
+        format!("ek-ucb<{}>", K::kind())
+    }
+
+    /// Checks the posterior, the KORS factor (one row per anchor, positive pivots) and the
+    /// per-observation log-determinant bound.
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::{ensure, ensure_finite};
+        self.posterior.restore()?;
+        let m = self.posterior.dictionary_size();
+        let theory_ok = self
+            .theory
+            .is_none_or(|(s, b)| s.is_finite() && s > 0.0 && b.is_finite() && b > 0.0);
+        ensure(
+            theory_ok
+                && self.mu.is_finite()
+                && self.mu > 0.0
+                && self.gamma.is_finite()
+                && self.gamma > 0.0
+                && (self.kors.nrows(), self.kors.ncols()) == (m, m)
+                && self.kors_scale.len() == m
+                && self.anchor_steps.len() == m
+                && self.log_det_bound.len() == self.posterior.len()
+                && (0..m).all(|j| self.kors[(j, j)] > 0.0),
+            || format!("EK-UCB state of {m} anchors"),
+        )?;
+        ensure_finite(&self.kors_scale, "KORS scales")?;
+        ensure_finite(&self.log_det_bound, "log-determinant bound")?;
+        ensure(
+            (0..m).all(|j| self.kors.col(j).iter().all(|v| v.is_finite())),
+            || "non-finite entry in the KORS factor".into(),
+        )
     }
 }

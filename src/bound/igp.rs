@@ -22,6 +22,7 @@ use crate::posterior::ExactPosterior;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Igp<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
@@ -80,3 +81,12 @@ impl<K: Kernel> ConfidenceBound for Igp<K> {
 
     forward_posterior!();
 }
+
+#[cfg(feature = "serde")]
+super::exact_snapshot!(Igp, "igp", |b| {
+    b.params.restore()?;
+    crate::snapshot::ensure(b.params.eta().ok() == Some(b.eta), || {
+        "η differs from the parameters'".into()
+    })?;
+    super::same_regularisers(&b.posterior, &[1.0 + b.eta])
+});

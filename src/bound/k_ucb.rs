@@ -21,6 +21,7 @@ use crate::posterior::ExactPosterior;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct KUcb<K> {
     posterior: ExactPosterior<K>,
     lambda: f64,
@@ -68,3 +69,9 @@ impl<K: Kernel> ConfidenceBound for KUcb<K> {
 
     forward_posterior!();
 }
+
+#[cfg(feature = "serde")]
+super::exact_snapshot!(KUcb, "k-ucb", |b| {
+    crate::error::positive("beta", b.beta).map_err(crate::snapshot::rebuild_error("k-ucb"))?;
+    super::same_regularisers(&b.posterior, &[b.lambda])
+});

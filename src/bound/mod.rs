@@ -259,6 +259,46 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// Implements [`crate::snapshot::Snapshot`] for an exact bound `$ty<K>` with a `posterior`
+/// field: the kind is `$name<kernel>`, and a restored value must pass `$check` (a
+/// `Result<()>` over `$b: &Self`).
+#[cfg(feature = "serde")]
+macro_rules! exact_snapshot {
+    ($ty:ident, $name:literal, |$b:ident| $check:expr) => {
+        impl<K: crate::kernel::Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot
+            for $ty<K>
+        {
+            fn kind() -> String {
+                format!("{}<{}>", $name, K::kind())
+            }
+            fn restore(&mut self) -> crate::error::Result<()> {
+                self.posterior.restore()?;
+                let $b = &*self;
+                $check
+            }
+        }
+    };
+}
+#[cfg(feature = "serde")]
+pub(crate) use exact_snapshot;
+
+/// Checks that a restored posterior has exactly the regularisers its bound builds.
+#[cfg(feature = "serde")]
+pub(crate) fn same_regularisers<K: crate::kernel::Kernel>(
+    posterior: &crate::posterior::ExactPosterior<K>,
+    expected: &[f64],
+) -> Result<()> {
+    crate::snapshot::ensure(
+        posterior.regularisers().eq(expected.iter().copied()),
+        || {
+            format!(
+                "regularisers {:?}, the parameters give {expected:?}",
+                posterior.regularisers().collect::<Vec<_>>()
+            )
+        },
+    )
+}
+
 /// Index of the largest value, the lowest index among ties.
 ///
 /// # Errors

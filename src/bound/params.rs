@@ -170,6 +170,7 @@ impl BoundParams {
 
 /// Validated [`BoundParams`].
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CheckedParams {
     sigma: f64,
     norm_bound: f64,
@@ -218,5 +219,27 @@ impl CheckedParams {
     /// ln(1/δ).
     pub(crate) fn log_inv_delta(&self) -> f64 {
         -self.delta.ln()
+    }
+}
+
+#[cfg(feature = "serde")]
+impl CheckedParams {
+    /// Checks restored parameters by validating them again: they must be what
+    /// [`BoundParams::check`] makes of them.
+    pub(crate) fn restore(&self) -> Result<()> {
+        let again = BoundParams {
+            sigma: self.sigma,
+            norm_bound: self.norm_bound,
+            delta: self.delta,
+            scale: self.scale,
+            lambda: Some(self.lambda),
+            eta: self.eta,
+            horizon: None,
+        }
+        .check()
+        .map_err(crate::snapshot::rebuild_error("bound parameters"))?;
+        crate::snapshot::ensure(again == *self, || {
+            "bound parameters that disagree with each other".into()
+        })
     }
 }

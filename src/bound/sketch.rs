@@ -33,6 +33,7 @@ use crate::posterior::SketchedBatch;
 /// # let _ = (practice, theory);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SketchParams {
     pub(crate) lambda: f64,
     pub(crate) beta: Option<f64>,
@@ -229,6 +230,59 @@ impl SketchRng {
     pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
         use rand::seq::SliceRandom;
         items.shuffle(&mut self.0);
+    }
+}
+
+/// A ChaCha8 generator saved as its seed, stream and position: restoring it continues the
+/// same sequence of draws (`#[serde(with = "crate::bound::sketch::chacha")]`).
+#[cfg(feature = "serde")]
+pub(crate) mod chacha {
+    use rand::SeedableRng;
+    use rand::rngs::ChaCha8Rng;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::SketchRng;
+
+    #[derive(Serialize, Deserialize)]
+    struct RngState {
+        seed: [u8; 32],
+        stream: u64,
+        /// The 68-bit word position, low and high 64 bits.
+        word_pos: [u64; 2],
+    }
+
+    pub(crate) fn serialize<S: Serializer, R: std::borrow::Borrow<ChaCha8Rng>>(
+        rng: &R,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let rng = rng.borrow();
+        let pos = rng.get_word_pos();
+        RngState {
+            seed: rng.get_seed(),
+            stream: rng.get_stream(),
+            word_pos: [pos as u64, (pos >> 64) as u64],
+        }
+        .serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ChaCha8Rng, D::Error> {
+        let state = RngState::deserialize(d)?;
+        let mut rng = ChaCha8Rng::from_seed(state.seed);
+        rng.set_stream(state.stream);
+        rng.set_word_pos(u128::from(state.word_pos[0]) | (u128::from(state.word_pos[1]) << 64));
+        Ok(rng)
+    }
+
+    impl Serialize for SketchRng {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            serialize(&self.0, s)
+        }
+    }
+
+    impl<'de> Deserialize<'de> for SketchRng {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            deserialize(d).map(SketchRng)
+        }
     }
 }
 

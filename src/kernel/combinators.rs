@@ -15,6 +15,7 @@ use crate::error::{Error, Result, positive};
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Scaled<K> {
     inner: K,
     variance: f64,
@@ -97,6 +98,7 @@ fn combine_rows(
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Sum<K1, K2> {
     first: K1,
     second: K2,
@@ -145,6 +147,7 @@ impl<K1: Kernel, K2: Kernel> Kernel for Sum<K1, K2> {
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Product<K1, K2> {
     first: K1,
     second: K2,
@@ -183,6 +186,7 @@ impl<K1: Kernel, K2: Kernel> Kernel for Product<K1, K2> {
 ///
 /// Inputs must have at least `range.end` coordinates.
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Sliced<K> {
     inner: K,
     range: Range<usize>,
@@ -233,5 +237,60 @@ impl<K: Kernel> Kernel for Sliced<K> {
     }
     fn smoothness(&self) -> Option<f64> {
         self.inner.smoothness()
+    }
+}
+
+#[cfg(feature = "serde")]
+mod snapshots {
+    use super::{Product, Scaled, Sliced, Sum};
+    use crate::error::Result;
+    use crate::kernel::Kernel;
+    use crate::snapshot::{Snapshot, rebuild_error};
+
+    impl<K: Kernel + Snapshot> Snapshot for Scaled<K> {
+        fn kind() -> String {
+            format!("scaled<{}>", K::kind())
+        }
+        fn restore(&mut self) -> Result<()> {
+            self.inner.restore()?;
+            crate::error::positive("variance", self.variance)
+                .map_err(rebuild_error("scaled kernel"))?;
+            Ok(())
+        }
+    }
+
+    impl<K1: Kernel + Snapshot, K2: Kernel + Snapshot> Snapshot for Sum<K1, K2> {
+        fn kind() -> String {
+            format!("sum<{},{}>", K1::kind(), K2::kind())
+        }
+        fn restore(&mut self) -> Result<()> {
+            self.first.restore()?;
+            self.second.restore()
+        }
+    }
+
+    impl<K1: Kernel + Snapshot, K2: Kernel + Snapshot> Snapshot for Product<K1, K2> {
+        fn kind() -> String {
+            format!("product<{},{}>", K1::kind(), K2::kind())
+        }
+        fn restore(&mut self) -> Result<()> {
+            self.first.restore()?;
+            self.second.restore()
+        }
+    }
+
+    impl<K: Kernel + Snapshot> Snapshot for Sliced<K> {
+        fn kind() -> String {
+            format!("sliced<{}>", K::kind())
+        }
+        fn restore(&mut self) -> Result<()> {
+            self.inner.restore()?;
+            crate::snapshot::ensure(!self.range.is_empty(), || {
+                "sliced kernel: empty range".into()
+            })?;
+            self.inner
+                .check_dim(self.range.len())
+                .map_err(rebuild_error("sliced kernel"))
+        }
     }
 }

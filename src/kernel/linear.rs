@@ -16,6 +16,7 @@ use crate::error::{Result, non_negative};
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Linear {
     bias: f64,
 }
@@ -46,5 +47,17 @@ impl Kernel for Linear {
     #[inline]
     fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
         x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() + self.bias
+    }
+}
+
+#[cfg(feature = "serde")]
+impl crate::snapshot::Snapshot for Linear {
+    fn kind() -> String {
+        "linear".into()
+    }
+    fn restore(&mut self) -> crate::error::Result<()> {
+        *self =
+            Self::with_bias(self.bias).map_err(crate::snapshot::rebuild_error("linear kernel"))?;
+        Ok(())
     }
 }

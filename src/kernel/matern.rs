@@ -9,6 +9,7 @@ const SQRT_5: f64 = 2.236_067_977_499_79;
 
 /// Smoothness values with a closed form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 enum Smoothness {
     Half,
     ThreeHalves,
@@ -32,6 +33,7 @@ enum Smoothness {
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Matern {
     smoothness: Smoothness,
     lengthscale: f64,
@@ -132,5 +134,17 @@ impl Kernel for Matern {
 
     fn smoothness(&self) -> Option<f64> {
         Some(self.nu())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl crate::snapshot::Snapshot for Matern {
+    fn kind() -> String {
+        "matern".into()
+    }
+    fn restore(&mut self) -> Result<()> {
+        *self = Self::new(self.nu(), self.lengthscale)
+            .map_err(crate::snapshot::rebuild_error("matern kernel"))?;
+        Ok(())
     }
 }

@@ -16,6 +16,7 @@ use crate::error::Result;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Rbf {
     lengthscale: f64,
     inv_lengthscale: f64,
@@ -54,5 +55,17 @@ impl Kernel for Rbf {
     #[inline]
     fn eval_diag(&self, _x: &[f64]) -> f64 {
         1.0
+    }
+}
+
+#[cfg(feature = "serde")]
+impl crate::snapshot::Snapshot for Rbf {
+    fn kind() -> String {
+        "rbf".into()
+    }
+    fn restore(&mut self) -> Result<()> {
+        *self =
+            Self::new(self.lengthscale).map_err(crate::snapshot::rebuild_error("rbf kernel"))?;
+        Ok(())
     }
 }

@@ -17,6 +17,7 @@ use crate::points::AsPoints;
 ///
 /// With targets y for the chosen points, the posterior mean is μ(c) = w_c·L⁻¹y (O(A n)).
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GreedyVariance<K> {
     kernel: K,
     lambda: f64,
@@ -178,5 +179,42 @@ impl<K: Kernel> GreedyVariance<K> {
             .map(|p| (p * p / self.lambda).ln())
             .sum::<f64>()
             / 2.0
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for GreedyVariance<K> {
+    fn kind() -> String {
+        format!("greedy-variance<{}>", K::kind())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::{ensure, ensure_finite};
+        self.kernel.restore()?;
+        crate::error::positive("lambda", self.lambda)
+            .map_err(crate::snapshot::rebuild_error("greedy variance"))?;
+        let a = self.prior.len();
+        let n = self.chosen.len();
+        ensure(
+            a > 0
+                && self.dim > 0
+                && a.checked_mul(self.dim) == Some(self.candidates.len())
+                && self.variance.len() == a
+                && n.checked_mul(a) == Some(self.columns.len())
+                && self.pivots.len() == n
+                && self.chosen.iter().all(|&c| c < a),
+            || format!("greedy state of {n} picks among {a} candidates"),
+        )?;
+        self.kernel
+            .check_dim(self.dim)
+            .map_err(crate::snapshot::rebuild_error("kernel and candidates"))?;
+        ensure(self.pivots.iter().all(|&p| p > 0.0), || {
+            "non-positive pivot".into()
+        })?;
+        ensure_finite(&self.candidates, "candidates")?;
+        ensure_finite(&self.prior, "prior variances")?;
+        ensure_finite(&self.variance, "variances")?;
+        ensure_finite(&self.columns, "solved columns")?;
+        ensure_finite(&self.pivots, "pivots")
     }
 }

@@ -24,6 +24,7 @@ use crate::points::Points;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Restarting<B> {
     agent: UcbAgent<B>,
     interval: usize,
@@ -78,5 +79,25 @@ impl<B: ConfidenceBound> BanditAgent for Restarting<B> {
             self.since_restart = 0;
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<B: ConfidenceBound + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Restarting<B> {
+    fn kind() -> String {
+        format!("restarting<{}>", B::kind())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        self.agent.restore()?;
+        crate::snapshot::ensure(
+            self.interval > 0 && self.since_restart < self.interval,
+            || {
+                format!(
+                    "{} updates into a restart interval of {}",
+                    self.since_restart, self.interval
+                )
+            },
+        )
     }
 }

@@ -22,6 +22,7 @@ use crate::points::{AsPoints, Points};
 /// | `variation` (V_T) | 1 (App. D) | (0, ∞) | total variation, for Thm 5's H |
 /// | `interval` (H) | Thm 5 | [1, T] | restart interval; overrides Thm 5 |
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RPerpParams {
     horizon: usize,
     noise: f64,
@@ -110,6 +111,7 @@ impl RPerpParams {
 /// One elimination: which interval and batch, the batch size, and how many arms were
 /// potential maximisers before and after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Elimination {
     /// Interval index i (0-based).
     pub interval: usize,
@@ -139,6 +141,7 @@ pub struct Elimination {
 /// until `update` is called), `update` must report that arm; a different arm set or arm is
 /// an error ([`Error::ArmSetChanged`], [`Error::UnplannedArm`]) and changes nothing.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RPerp<K> {
     gp: GreedyVariance<K>,
     params: RPerpParams,
@@ -427,5 +430,35 @@ impl<K: Kernel> BanditAgent for RPerp<K> {
             self.finish_batch();
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for RPerp<K> {
+    fn kind() -> String {
+        format!("r-perp<{}>", K::kind())
+    }
+
+    /// Checks the greedy state and every index into the arms, the plan and the batch.
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::ensure;
+        self.gp.restore()?;
+        let arms = self.gp.candidates();
+        ensure(
+            self.interval_len > 0
+                && self.width.is_finite()
+                && self.width > 0.0
+                && self.lambda.is_finite()
+                && self.lambda > 0.0
+                && self.active.iter().all(|&i| i < arms)
+                && self
+                    .plan
+                    .iter()
+                    .all(|&(arm, slot)| arm < arms && slot < self.targets.len())
+                && self.position <= self.plan.len()
+                && self.plan.len() == self.targets.len()
+                && self.targets.iter().all(|y| y.is_finite()),
+            || "R-PERP indices outside the arms, the plan or the batch".into(),
+        )
     }
 }

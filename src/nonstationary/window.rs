@@ -25,6 +25,7 @@ use crate::points::Points;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SlidingWindow<B> {
     agent: UcbAgent<B>,
     window: usize,
@@ -82,5 +83,28 @@ impl<B: ConfidenceBound> BanditAgent for SlidingWindow<B> {
             self.agent.bound_mut().remove_oldest()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<B: ConfidenceBound + crate::snapshot::Snapshot> crate::snapshot::Snapshot
+    for SlidingWindow<B>
+{
+    fn kind() -> String {
+        format!("sliding-window<{}>", B::kind())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        self.agent.restore()?;
+        crate::snapshot::ensure(
+            self.window > 0 && self.agent.bound().len() <= self.window,
+            || {
+                format!(
+                    "{} observations in a window of {}",
+                    self.agent.bound().len(),
+                    self.window
+                )
+            },
+        )
     }
 }

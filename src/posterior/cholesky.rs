@@ -28,6 +28,11 @@ fn block_width(block: usize) -> usize {
 /// single square array with a doubling stride, the first design, needed up to 8× the triangle:
 /// 2.7 GB for DMM's five factors at t = 5000; it was also slower in the solve.)
 #[derive(Debug, Clone)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Deserialize),
+    serde(try_from = "snapshot::FactorState")
+)]
 pub struct CholeskyFactor {
     regulariser: f64,
     len: usize,
@@ -410,6 +415,103 @@ impl CholeskyFactor {
         }
         self.whitened_targets = w;
         rotations
+    }
+}
+
+/// Snapshots store the factor's rows packed (t(t + 1)/2 numbers, not the padded blocks) and
+/// rebuild the blocks on restore, checking every length and pivot.
+#[cfg(feature = "serde")]
+mod snapshot {
+    use serde::ser::SerializeStruct;
+    use serde::{Deserialize, Serialize, Serializer};
+
+    use super::{BLOCK_ROWS, CholeskyFactor, block_width};
+
+    /// The fields of a factor as they are stored.
+    #[derive(Deserialize)]
+    pub(super) struct FactorState {
+        regulariser: f64,
+        len: usize,
+        rows: Vec<f64>,
+        whitened_targets: Vec<f64>,
+        log_det_prefix: Vec<f64>,
+        quad_form_prefix: Vec<f64>,
+    }
+
+    /// The rows of L, in order, without copying them.
+    struct Rows<'a>(&'a CholeskyFactor);
+
+    impl Serialize for Rows<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let t = self.0.len;
+            let rows = (0..t).flat_map(|i| self.0.row(i).iter());
+            crate::snapshot::serialize_values(s, t * (t + 1) / 2, rows)
+        }
+    }
+
+    impl Serialize for CholeskyFactor {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut state = s.serialize_struct("FactorState", 6)?;
+            state.serialize_field("regulariser", &self.regulariser)?;
+            state.serialize_field("len", &self.len)?;
+            state.serialize_field("rows", &Rows(self))?;
+            state.serialize_field("whitened_targets", &self.whitened_targets)?;
+            state.serialize_field("log_det_prefix", &self.log_det_prefix)?;
+            state.serialize_field("quad_form_prefix", &self.quad_form_prefix)?;
+            state.end()
+        }
+    }
+
+    impl TryFrom<FactorState> for CholeskyFactor {
+        type Error = String;
+
+        fn try_from(state: FactorState) -> Result<Self, String> {
+            let t = state.len;
+            if !(state.regulariser.is_finite() && state.regulariser > 0.0) {
+                return Err(format!("regulariser {}", state.regulariser));
+            }
+            if t.checked_mul(t + 1).map(|n| n / 2) != Some(state.rows.len())
+                || [
+                    &state.whitened_targets,
+                    &state.log_det_prefix,
+                    &state.quad_form_prefix,
+                ]
+                .iter()
+                .any(|v| v.len() != t)
+            {
+                return Err(format!("lengths of a factor of {t} rows"));
+            }
+            let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+            if !(finite(&state.rows)
+                && finite(&state.whitened_targets)
+                && finite(&state.log_det_prefix)
+                && finite(&state.quad_form_prefix))
+            {
+                return Err("non-finite entry in a Cholesky factor".into());
+            }
+            let mut blocks: Vec<Vec<f64>> = (0..t.div_ceil(BLOCK_ROWS))
+                .map(|b| vec![0.0; BLOCK_ROWS * block_width(b)])
+                .collect();
+            let mut start = 0;
+            for i in 0..t {
+                let row = &state.rows[start..start + i + 1];
+                if row[i] <= 0.0 {
+                    return Err(format!("pivot {} at row {i}", row[i]));
+                }
+                let (b, r) = (i / BLOCK_ROWS, i % BLOCK_ROWS);
+                let width = block_width(b);
+                blocks[b][r * width..r * width + i + 1].copy_from_slice(row);
+                start += i + 1;
+            }
+            Ok(Self {
+                regulariser: state.regulariser,
+                len: t,
+                blocks,
+                whitened_targets: state.whitened_targets,
+                log_det_prefix: state.log_det_prefix,
+                quad_form_prefix: state.quad_form_prefix,
+            })
+        }
     }
 }
 

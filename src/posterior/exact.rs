@@ -38,6 +38,7 @@ use crate::points::{Points, check_point};
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExactPosterior<K> {
     kernel: K,
     dim: Option<usize>,
@@ -52,6 +53,7 @@ pub struct ExactPosterior<K> {
     /// observation is one of the points it just queried, whose solved column L⁻¹k_t(x) is then
     /// already here (the append costs O(t) instead of an O(t²) substitution per regulariser).
     /// A query that finds the workspace busy (concurrent use through `&self`) allocates its own.
+    #[cfg_attr(feature = "serde", serde(skip))]
     workspace: Mutex<QueryWorkspace>,
     /// The solved columns of a fixed arm set, kept up to date by every update
     /// ([`ExactPosterior::fix_arms`]).
@@ -1012,6 +1014,50 @@ pub(crate) fn clamp_variance(variance: f64, scale: f64, row: usize) -> Result<f6
             row,
             pivot: variance,
         })
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for ExactPosterior<K> {
+    fn kind() -> String {
+        format!("exact-posterior<{}>", K::kind())
+    }
+
+    /// Checks that the observations, the factors (one row per observation each) and the fixed
+    /// arm set agree in length and dimension, and that the inputs and targets are finite.
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::{ensure, ensure_finite};
+        self.kernel.restore()?;
+        let t = self.targets.len();
+        ensure(!self.factors.is_empty(), || "no regulariser".into())?;
+        match self.dim {
+            Some(d) => {
+                self.kernel
+                    .check_dim(d)
+                    .map_err(crate::snapshot::rebuild_error("kernel and inputs"))?;
+                ensure(d > 0 && t.checked_mul(d) == Some(self.inputs.len()), || {
+                    format!(
+                        "{} input coordinates for {t} points of dimension {d}",
+                        self.inputs.len()
+                    )
+                })?;
+            }
+            None => ensure(t == 0 && self.inputs.is_empty(), || {
+                "observations without a dimension".into()
+            })?,
+        }
+        ensure_finite(&self.inputs, "inputs")?;
+        ensure_finite(&self.targets, "targets")?;
+        ensure(self.factors.iter().all(|f| f.len() == t), || {
+            format!("a factor whose length differs from the {t} observations")
+        })?;
+        if let Some(fixed) = &self.fixed {
+            fixed.check(self.dim, t, self.factors.len())?;
+            ensure(self.last_pick.load(Ordering::Relaxed) < fixed.len(), || {
+                "last pick outside the fixed arm set".into()
+            })?;
+        }
+        Ok(())
     }
 }
 

@@ -26,6 +26,7 @@ const ARM_CHUNK: usize = 1024;
 
 /// The solved kernel columns, means and explained variances of a fixed arm set.
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub(crate) struct FixedArms {
     /// The arms, row-major A × d.
     points: Vec<f64>,
@@ -46,6 +47,43 @@ pub(crate) struct FixedArms {
 }
 
 impl FixedArms {
+    /// Checks a restored set against the posterior that holds it: `dim` and `t` of its
+    /// observations, `regularisers` factors.
+    #[cfg(feature = "serde")]
+    pub(crate) fn check(
+        &self,
+        dim: Option<usize>,
+        t: usize,
+        regularisers: usize,
+    ) -> crate::error::Result<()> {
+        use crate::snapshot::{ensure, ensure_finite};
+        let a = self.len;
+        let d = dim.unwrap_or(0);
+        ensure(
+            a > 0
+                && d > 0
+                && a.checked_mul(d) == Some(self.points.len())
+                && self.prior_variance.len() == a
+                && self.rows == t
+                && self.solved.len() == regularisers
+                && self
+                    .solved
+                    .iter()
+                    .all(|v| t.checked_mul(a) == Some(v.len()))
+                && self.means.len() == regularisers * a
+                && self.explained.len() == regularisers * a,
+            || format!("fixed arm set of {a} arms against {t} observations of dimension {d}"),
+        )?;
+        ensure_finite(&self.points, "fixed arms")?;
+        ensure_finite(&self.prior_variance, "fixed arms' prior variances")?;
+        ensure_finite(&self.means, "fixed arms' means")?;
+        ensure_finite(&self.explained, "fixed arms' explained variances")?;
+        for v in &self.solved {
+            ensure_finite(v, "fixed arms' solved columns")?;
+        }
+        Ok(())
+    }
+
     /// The state for `points` (whose dimension the caller has checked) given their kernel
     /// values: `prior_variance` = k(x_j, x_j) and `cross` = K_{t,X} row-major; O(A·t²) per
     /// regulariser, the cost of one fresh evaluation.

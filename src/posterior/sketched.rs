@@ -63,6 +63,7 @@ pub const ANCHOR_TOLERANCE: f64 = 1e-9;
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SketchedPosterior<K> {
     kernel: K,
     lambda: f64,
@@ -75,7 +76,8 @@ pub struct SketchedPosterior<K> {
     counts: Vec<f64>,
     /// Sum of the targets observed at each distinct point.
     sums: Vec<f64>,
-    /// Bit pattern of a point → its index.
+    /// Bit pattern of a point → its index (rebuilt from `points` on restore).
+    #[cfg_attr(feature = "serde", serde(skip))]
     index: HashMap<Vec<u64>, usize>,
     /// Every observation in order: (distinct index, target).
     log: Vec<(usize, f64)>,
@@ -84,14 +86,18 @@ pub struct SketchedPosterior<K> {
     /// The anchors' coordinates, row-major.
     anchor_points: Vec<f64>,
     /// Cholesky factor of K_ZZ (m × m, lower).
+    #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::growing_mat"))]
     chol_zz: Mat<f64>,
     /// z(xᵢ) for every distinct point, one column each (m × n).
+    #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::growing_mat"))]
     embedding: Mat<f64>,
     /// Cholesky factor of V = Σᵢ cᵢ z(xᵢ)z(xᵢ)ᵀ + λI (m × m, lower).
+    #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::growing_mat"))]
     chol_v: Mat<f64>,
     /// Scratch space of the rank-one update of `chol_v` (its lower triangle is stale, its upper
     /// one zero): the update runs on a copy here, which is then swapped with `chol_v`, so that
     /// an observation allocates nothing once both have the capacity.
+    #[cfg_attr(feature = "serde", serde(skip, default = "crate::snapshot::empty_mat"))]
     spare: Mat<f64>,
     /// Φᵀy = Σᵢ sᵢ z(xᵢ).
     projected: Vec<f64>,
@@ -737,5 +743,71 @@ impl<K: Kernel> SketchedPosterior<K> {
             gamma: DVector::from_fn(m, |i, _| gamma[i]),
             kzz_inv: DMatrix::from_fn(m, m, |i, j| kzz_inv[(i, j)]),
         }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for SketchedPosterior<K> {
+    fn kind() -> String {
+        format!("sketched-posterior<{}>", K::kind())
+    }
+
+    /// Checks that the distinct points, the observation log, the dictionary and the factors
+    /// agree in size, then rebuilds the point index.
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::{ensure, ensure_finite};
+        self.kernel.restore()?;
+        positive("lambda", self.lambda).map_err(crate::snapshot::rebuild_error("sketch"))?;
+        let n = self.prior.len();
+        let m = self.anchors.len();
+        let d = self.dim.unwrap_or(0);
+        if let Some(d) = self.dim {
+            self.kernel
+                .check_dim(d)
+                .map_err(crate::snapshot::rebuild_error("kernel and inputs"))?;
+        }
+        ensure(
+            (d > 0 || n == 0)
+                && n.checked_mul(d) == Some(self.points.len())
+                && self.counts.len() == n
+                && self.sums.len() == n
+                && m.checked_mul(d) == Some(self.anchor_points.len())
+                && (self.chol_zz.nrows(), self.chol_zz.ncols()) == (m, m)
+                && (self.chol_v.nrows(), self.chol_v.ncols()) == (m, m)
+                && (self.embedding.nrows(), self.embedding.ncols()) == (m, n)
+                && self.projected.len() == m
+                && self.weights.len() == m,
+            || format!("sketch of {n} distinct points and {m} anchors in dimension {d}"),
+        )?;
+        ensure(self.log.iter().all(|&(i, _)| i < n), || {
+            "an observation of an unknown point".into()
+        })?;
+        let mut seen = vec![false; n];
+        ensure(
+            self.anchors
+                .iter()
+                .all(|&i| i < n && !std::mem::replace(&mut seen[i], true)),
+            || "an anchor that is not a distinct point".into(),
+        )?;
+        ensure(
+            (0..m).all(|j| self.chol_zz[(j, j)] > 0.0 && self.chol_v[(j, j)] > 0.0),
+            || "a non-positive pivot in the sketch's factors".into(),
+        )?;
+        ensure_finite(&self.points, "sketch points")?;
+        ensure_finite(&self.prior, "sketch prior variances")?;
+        ensure_finite(&self.sums, "sketch sums")?;
+        ensure_finite(&self.projected, "sketch projection")?;
+        ensure_finite(&self.weights, "sketch weights")?;
+        ensure(self.log.iter().all(|&(_, y)| y.is_finite()), || {
+            "non-finite target".into()
+        })?;
+        for matrix in [&self.chol_zz, &self.chol_v, &self.embedding] {
+            ensure(
+                (0..matrix.ncols()).all(|j| matrix.col(j).iter().all(|v| v.is_finite())),
+                || "non-finite entry in the sketch's factors".into(),
+            )?;
+        }
+        self.index = (0..n).map(|i| (key(self.point(i)), i)).collect();
+        ensure(self.index.len() == n, || "repeated distinct point".into())
     }
 }
