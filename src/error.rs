@@ -84,6 +84,19 @@ pub enum Error {
         /// The number of arms offered.
         arms: usize,
     },
+    /// The data contradict the bound's assumptions (σ-sub-Gaussian noise, ‖f‖_H ≤ B, or the
+    /// δ-probability event happened): the martingale-mixture confidence set is empty
+    /// ([`crate::bound::Diagnostics`]). Returned by `select` under
+    /// [`crate::agent::Misspecification::Refuse`].
+    #[error(
+        "the data contradict the bound's assumptions (sigma, B or delta): R~_a^2 = {radius_sq} < 0 at a = {regulariser}, so the confidence set is empty"
+    )]
+    Misspecified {
+        /// The regulariser a where R̃_a² is smallest.
+        regulariser: f64,
+        /// R̃_a² there (negative or NaN).
+        radius_sq: f64,
+    },
     /// A snapshot could not be restored (feature `serde`, [`crate::snapshot`]).
     #[error("cannot restore the snapshot: {0}")]
     Snapshot(#[from] SnapshotError),

@@ -1,6 +1,6 @@
 //! The types most programs need: `use kernel_bandits::prelude::*;`.
 
-pub use crate::agent::{ArmSetPolicy, BanditAgent, RandomAgent, UcbAgent};
+pub use crate::agent::{ArmSetPolicy, BanditAgent, Misspecification, RandomAgent, UcbAgent};
 pub use crate::bound::{
     Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb, SketchParams,
 };

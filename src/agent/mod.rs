@@ -9,7 +9,7 @@ mod random;
 mod ucb;
 
 pub use random::RandomAgent;
-pub use ucb::{ArmSetPolicy, UcbAgent};
+pub use ucb::{ArmSetPolicy, Misspecification, UcbAgent};
 
 use crate::error::Result;
 use crate::points::{AsPoints, ContextualArms, Points, join};

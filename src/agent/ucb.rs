@@ -38,6 +38,23 @@ impl Default for ArmSetPolicy {
     }
 }
 
+/// What [`UcbAgent::select`](super::BanditAgent::select) does when the data contradict the
+/// bound's assumptions, i.e. [`ConfidenceBound::diagnostics`] reports an empty confidence set
+/// (see [`crate::bound::Diagnostics`] for which bounds can tell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Misspecification {
+    /// Select as usual (the UCB is still finite), and leave it to the caller to read
+    /// `agent.bound().diagnostics()` after each update. No cost. The default.
+    #[default]
+    Report,
+    /// Return [`Error::Misspecified`] from `select` (the agent is unchanged) while the set is
+    /// empty, so that the caller must react: raise σ or B, or restart. Costs one
+    /// [`ConfidenceBound::diagnostics`] per round (O(|grid|) for DMM, O(t) after the
+    /// eigendecomposition CMM needs anyway).
+    Refuse,
+}
+
 /// Kernel UCB (paper 001 Alg. 1, SPEC §3): plays the arm with the largest upper confidence
 /// bound under `B`; ties go to the lowest index.
 ///
@@ -63,6 +80,7 @@ impl Default for ArmSetPolicy {
 pub struct UcbAgent<B> {
     bound: B,
     policy: ArmSetPolicy,
+    misspecification: Misspecification,
     /// The arms of the last `select`, row-major, while detecting.
     previous: Vec<f64>,
     previous_len: usize,
@@ -74,6 +92,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Self {
             bound,
             policy: ArmSetPolicy::default(),
+            misspecification: Misspecification::default(),
             previous: Vec::new(),
             previous_len: 0,
         }
@@ -118,6 +137,32 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         }
         self.policy = policy;
         self.previous = Vec::new();
+        self
+    }
+
+    /// Sets what `select` does when the data contradict the bound's assumptions (see
+    /// [`Misspecification`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::prelude::*;
+    /// // B = 0.01 is far too small for rewards near 1: the confidence set is soon empty.
+    /// let params = BoundParams::new().sigma(0.01).norm_bound(0.01);
+    /// let mut agent = UcbAgent::new(Dmm::new(Rbf::new(0.3)?, params)?)
+    ///     .with_misspecification(Misspecification::Refuse);
+    /// let arms = [[0.0], [0.5], [1.0]];
+    /// for _ in 0..3 {
+    ///     match agent.select(&arms) {
+    ///         Ok(i) => agent.update(&arms[i], 1.0)?,
+    ///         Err(Error::Misspecified { .. }) => break,
+    ///         Err(e) => return Err(e),
+    ///     }
+    /// }
+    /// assert!(agent.bound().diagnostics().empty_set());
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    pub fn with_misspecification(mut self, policy: Misspecification) -> Self {
+        self.misspecification = policy;
         self
     }
 
@@ -179,6 +224,16 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
     fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
         if arms.is_empty() {
             return Err(Error::NoArms);
+        }
+        if self.misspecification == Misspecification::Refuse {
+            let diagnostics = self.bound.diagnostics();
+            if diagnostics.empty_set() {
+                let (regulariser, radius_sq) = diagnostics.smallest_radius.unwrap_or_default();
+                return Err(Error::Misspecified {
+                    regulariser,
+                    radius_sq,
+                });
+            }
         }
         match self.policy {
             ArmSetPolicy::Detect { memory_limit } => self.select_detecting(arms, memory_limit),

@@ -62,6 +62,11 @@ impl<K: Kernel> ConfidenceBound for Amm<K> {
         "amm"
     }
 
+    /// R̃² at a0 only, which Lemma C.2 makes positive: AMM cannot see misspecification.
+    fn diagnostics(&self) -> super::Diagnostics {
+        super::mixture::mixture_diagnostics(&self.params, &self.posterior, 0..1, 0)
+    }
+
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         let batch = self.posterior.evaluate(points)?;
         Bounds::symmetric(&batch, 0, self.width())

@@ -579,6 +579,54 @@ impl<K: Kernel> Cmm<K> {
             + 2.0 * sigma_sq * p.log_inv_delta()
     }
 
+    /// (a, R̃_a²) at the a > 0 that minimises R̃_a² = R_t² + aB² − a q_a, which is convex in a
+    /// (a q_a = Σ b_i² a/(λ_i + a) + ‖b_N‖² is concave): a golden-section search over ln a
+    /// across 24 decades around the spectrum, plus the limit a → 0 (R_t² − ‖b_N‖²).
+    fn smallest_radius(&self) -> (f64, f64) {
+        let a0 = self.params.mixture_regulariser();
+        let radius_sq = self.radius_sq();
+        let Ok(spectrum) = self.spectrum() else {
+            return (a0, f64::NAN);
+        };
+        let norm_sq = self.params.norm_bound() * self.params.norm_bound();
+        let h = |a: f64| {
+            let explained: f64 = (spectrum.values.iter().zip(&spectrum.targets))
+                .map(|(l, b)| b * b * (a / (l + a)))
+                .sum();
+            radius_sq + a * norm_sq - explained - spectrum.null_energy
+        };
+        let scale = spectrum.values.last().copied().unwrap_or(0.0).max(a0);
+        let (mut lo, mut hi) = ((scale * 1e-12).ln(), (scale * 1e12).ln());
+        let phi = (5f64.sqrt() - 1.0) / 2.0;
+        let (mut u1, mut u2) = (hi - phi * (hi - lo), lo + phi * (hi - lo));
+        let (mut h1, mut h2) = (h(u1.exp()), h(u2.exp()));
+        for _ in 0..120 {
+            if h1 <= h2 {
+                hi = u2;
+                (u2, h2) = (u1, h1);
+                u1 = hi - phi * (hi - lo);
+                h1 = h(u1.exp());
+            } else {
+                lo = u1;
+                (u1, h1) = (u2, h2);
+                u2 = lo + phi * (hi - lo);
+                h2 = h(u2.exp());
+            }
+        }
+        let found = if h1 <= h2 {
+            (u1.exp(), h1)
+        } else {
+            (u2.exp(), h2)
+        };
+        let limit = (0.0, radius_sq - spectrum.null_energy);
+        [found, limit, (a0, h(a0))]
+            .into_iter()
+            .min_by(|a, b| {
+                super::mixture::nan_first(a.1).total_cmp(&super::mixture::nan_first(b.1))
+            })
+            .unwrap_or(found)
+    }
+
     /// The eigendecomposition for the current data: cached, or a bordered update of the cached
     /// one for one observation less, or computed from scratch.
     fn spectrum(&self) -> Result<Arc<Spectrum>> {
@@ -699,6 +747,14 @@ impl<K: Kernel> Cmm<K> {
 }
 
 impl<K: Kernel> ConfidenceBound for Cmm<K> {
+    /// The smallest R̃_a² over all a > 0: exact emptiness of the confidence set.
+    fn diagnostics(&self) -> super::Diagnostics {
+        super::Diagnostics {
+            observations: self.posterior.len(),
+            smallest_radius: Some(self.smallest_radius()),
+        }
+    }
+
     fn name(&self) -> &'static str {
         "cmm"
     }

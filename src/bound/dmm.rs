@@ -112,6 +112,16 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
         "dmm"
     }
 
+    /// R̃_a² at every regulariser of the grid.
+    fn diagnostics(&self) -> super::Diagnostics {
+        super::mixture::mixture_diagnostics(
+            &self.params,
+            &self.posterior,
+            0..self.posterior.regularisers().len(),
+            self.mixture_index,
+        )
+    }
+
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         let batch = self.posterior.evaluate(points)?;
         let m = batch.len();

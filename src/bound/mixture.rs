@@ -22,6 +22,24 @@ pub(crate) fn mixture_width<K: Kernel>(
     r: usize,
     r0: usize,
 ) -> f64 {
+    let a = posterior.factor(r).regulariser();
+    let radius_sq = mixture_radius_sq(params, posterior, r, r0);
+    if radius_sq > 0.0 {
+        (radius_sq / a).sqrt()
+    } else if radius_sq.is_nan() {
+        f64::NAN
+    } else {
+        0.0
+    }
+}
+
+/// R̃_a² for the regulariser with index `r` (see [`mixture_width`]).
+pub(crate) fn mixture_radius_sq<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    r: usize,
+    r0: usize,
+) -> f64 {
     let sigma_sq = params.sigma() * params.sigma();
     let a0 = params.mixture_regulariser();
     let a = posterior.factor(r).regulariser();
@@ -33,12 +51,29 @@ pub(crate) fn mixture_width<K: Kernel>(
         a0 * posterior.quad_form(r0) - a * posterior.quad_form(r)
     };
     let norm_bound = params.norm_bound();
-    let radius_sq = radius_sq_without_quad + quad + a * norm_bound * norm_bound;
-    if radius_sq > 0.0 {
-        (radius_sq / a).sqrt()
-    } else if radius_sq.is_nan() {
-        f64::NAN
-    } else {
-        0.0
+    radius_sq_without_quad + quad + a * norm_bound * norm_bound
+}
+
+/// Diagnostics over the regularisers `rs` of a mixture bound: the smallest R̃_a².
+pub(crate) fn mixture_diagnostics<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    rs: impl Iterator<Item = usize>,
+    r0: usize,
+) -> super::Diagnostics {
+    let smallest = rs
+        .map(|r| {
+            let radius_sq = mixture_radius_sq(params, posterior, r, r0);
+            (posterior.factor(r).regulariser(), radius_sq)
+        })
+        .min_by(|a, b| nan_first(a.1).total_cmp(&nan_first(b.1)));
+    super::Diagnostics {
+        observations: posterior.len(),
+        smallest_radius: smallest,
     }
+}
+
+/// Orders NaN before every number, so that a NaN radius is the one reported.
+pub(crate) fn nan_first(v: f64) -> f64 {
+    if v.is_nan() { f64::NEG_INFINITY } else { v }
 }

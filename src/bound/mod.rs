@@ -18,6 +18,7 @@ mod amm;
 mod ay;
 mod bkb;
 mod cmm;
+mod diagnostics;
 mod dmm;
 mod eigen;
 mod ek_ucb;
@@ -31,6 +32,7 @@ pub use amm::Amm;
 pub use ay::Ay;
 pub use bkb::Bkb;
 pub use cmm::{Certificate, Cmm};
+pub use diagnostics::Diagnostics;
 pub use dmm::{DMM_GRID, Dmm};
 pub use ek_ucb::EkUcb;
 pub use igp::Igp;
@@ -62,6 +64,14 @@ impl Bounds {
     /// Whether there is no point.
     pub fn is_empty(&self) -> bool {
         self.ucb.is_empty()
+    }
+
+    /// The points where LCB > UCB (or either is NaN): only possible when the confidence set is
+    /// empty, i.e. the data contradict σ, B or δ (see [`Diagnostics`]).
+    pub fn crossed(&self) -> Vec<usize> {
+        (0..self.len())
+            .filter(|&j| !(self.lcb[j] <= self.ucb[j]))
+            .collect()
     }
 
     /// mean ∓ width · ρ at every point, for one regulariser of a posterior batch.
@@ -153,6 +163,12 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
             }
         }
         Ok(())
+    }
+
+    /// Whether the data contradict the bound's assumptions, after the latest update (see
+    /// [`Diagnostics`]). The provided method checks nothing.
+    fn diagnostics(&self) -> Diagnostics {
+        Diagnostics::unchecked(self.len())
     }
 
     /// Mean, LCB and UCB at each point.
@@ -332,6 +348,9 @@ macro_rules! forward_bound {
             }
             fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
                 (**self).observe_many(points, targets)
+            }
+            fn diagnostics(&self) -> Diagnostics {
+                (**self).diagnostics()
             }
             fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
                 (**self).evaluate(points)
