@@ -70,7 +70,12 @@ impl Bounds {
     /// empty, i.e. the data contradict σ, B or δ (see [`Diagnostics`]).
     pub fn crossed(&self) -> Vec<usize> {
         (0..self.len())
-            .filter(|&j| !(self.lcb[j] <= self.ucb[j]))
+            .filter(|&j| {
+                matches!(
+                    self.lcb[j].partial_cmp(&self.ucb[j]),
+                    Some(std::cmp::Ordering::Greater) | None
+                )
+            })
             .collect()
     }
 
