@@ -58,6 +58,8 @@ pub(crate) struct PendingRow {
     log_det_increment: f64,
     /// (y − vᵀw) / L_{t+1,t+1}.
     whitened_target: f64,
+    /// Whether rounding made ρ_a²(x) negative and it was raised to 0.
+    clamped: bool,
 }
 
 impl CholeskyFactor {
@@ -232,6 +234,7 @@ impl CholeskyFactor {
     ) -> Result<PendingRow> {
         debug_assert_eq!(row.len(), self.len);
         let explained = dot(&row, &row);
+        let clamped = prior_variance - explained < 0.0;
         let posterior_variance = clamp_variance(
             prior_variance - explained,
             prior_variance.abs() + self.regulariser,
@@ -254,6 +257,7 @@ impl CholeskyFactor {
             diagonal,
             log_det_increment,
             whitened_target,
+            clamped,
         })
     }
 
@@ -273,9 +277,49 @@ impl CholeskyFactor {
                     diagonal,
                     log_det_increment: (diagonal * diagonal / self.regulariser).ln(),
                     whitened_target: w2[i],
+                    clamped: false,
                 }
             })
             .collect()
+    }
+
+    /// Scales every diagonal entry by `1 + relative`: a stand-in for drift, for tests.
+    #[cfg(test)]
+    pub(crate) fn perturb_diagonal(&mut self, relative: f64) {
+        for i in 0..self.len {
+            let (block, r) = (i / BLOCK_ROWS, i % BLOCK_ROWS);
+            let width = block_width(block);
+            self.blocks[block][r * width + i] *= 1.0 + relative;
+        }
+    }
+
+    /// Whether a pending row's pivot was clamped to √a.
+    pub(crate) fn pending_clamped(pending: &PendingRow) -> bool {
+        pending.clamped
+    }
+
+    /// Relative residuals of row `i` against a from-scratch recomputation, given
+    /// `kernel_row` = K_{i, 0..=i} and y_i: max_j |(LLᵀ)_ij − K_ij − aδ_ij| / (K_ii + a), and
+    /// |(Lw)_i − y_i| / (|y_i| + √(K_ii + a)·‖w‖). O(i²).
+    pub(crate) fn row_residual(&self, i: usize, kernel_row: &[f64], y: f64) -> f64 {
+        debug_assert_eq!(kernel_row.len(), i + 1);
+        let li = self.row(i);
+        let scale = kernel_row[i] + self.regulariser;
+        let mut worst: f64 = 0.0;
+        for (j, &k) in kernel_row.iter().enumerate() {
+            let lj = self.row(j);
+            let product = dot(&li[..=j], lj);
+            let expected = k + if i == j { self.regulariser } else { 0.0 };
+            worst = worst.max((product - expected).abs() / scale);
+        }
+        let w = &self.whitened_targets;
+        let norm = dot(w, w).sqrt();
+        let target = (dot(li, &w[..=i]) - y).abs() / (y.abs() + scale.sqrt() * norm);
+        if worst.is_nan() || target.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(target)
+        }
     }
 
     /// L⁻¹k_t(x) of a pending row.

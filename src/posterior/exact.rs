@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::CholeskyFactor;
 use super::fixed::{FixedArms, accumulate_row};
+use super::health::{CHECK_EVERY, Health};
 use super::select;
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
@@ -61,6 +62,8 @@ pub struct ExactPosterior<K> {
     /// The fixed arm chosen last by [`ExactPosterior::argmax_upper`], looked up first when the
     /// next observation arrives.
     last_pick: AtomicUsize,
+    /// Residual checks, refactorisations and clamped pivots ([`super::health`]).
+    health: Health,
 }
 
 #[derive(Debug, Default)]
@@ -111,6 +114,7 @@ impl<K: Clone> Clone for ExactPosterior<K> {
             workspace: Mutex::default(),
             fixed: self.fixed.clone(),
             last_pick: AtomicUsize::new(self.last_pick.load(Ordering::Relaxed)),
+            health: self.health,
         }
     }
 }
@@ -195,6 +199,7 @@ impl<K: Kernel> ExactPosterior<K> {
             workspace: Mutex::default(),
             fixed: None,
             last_pick: AtomicUsize::new(0),
+            health: Health::default(),
         })
     }
 
@@ -390,6 +395,9 @@ impl<K: Kernel> ExactPosterior<K> {
             (Some(_), None) => self.fixed = None,
             (None, _) => {}
         }
+        if pending.iter().any(CholeskyFactor::pending_clamped) {
+            self.health.clamped_pivots += 1;
+        }
         for (factor, row) in self.factors.iter_mut().zip(pending) {
             factor.commit(row);
         }
@@ -397,6 +405,97 @@ impl<K: Kernel> ExactPosterior<K> {
         self.inputs.extend_from_slice(x);
         self.targets.push(y);
         self.generation += 1;
+        self.after_change();
+        Ok(())
+    }
+
+    /// The numerical record: residual checks, refactorisations, clamped pivots (see
+    /// [`super::health`] for the policy).
+    pub fn health(&self) -> Health {
+        self.health
+    }
+
+    /// Counts a change and runs the residual check when one is due.
+    fn after_change(&mut self) {
+        self.health.changes_since_check += 1;
+        if self.health.changes_since_check >= CHECK_EVERY {
+            self.check_health();
+        }
+    }
+
+    /// The largest relative residual of row `i` over the factors, against a from-scratch
+    /// recomputation of K_{i, 0..=i} (O(t·i)).
+    pub fn residual(&self, i: usize) -> f64 {
+        let x = self.input(i);
+        let mut kernel_row = vec![0.0; i + 1];
+        let d = x.len();
+        self.kernel
+            .eval_rows(&self.inputs[..(i + 1) * d], x, &mut kernel_row);
+        self.factors
+            .iter()
+            .map(|f| f.row_residual(i, &kernel_row, self.targets[i]))
+            .fold(0.0, f64::max)
+    }
+
+    /// Checks one row (drawn from the update counter) and refactorises from scratch if its
+    /// residual is beyond the tolerance; runs on its own every [`CHECK_EVERY`] changes.
+    /// Returns the residual after any refactorisation.
+    pub fn check_health(&mut self) -> f64 {
+        self.health.changes_since_check = 0;
+        let t = self.len();
+        if t == 0 {
+            return 0.0;
+        }
+        let i = (self.generation.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as usize % t;
+        let mut residual = self.residual(i);
+        self.health.checks += 1;
+        self.health.largest_residual = self.health.largest_residual.max(residual);
+        if !(residual <= self.health.tolerance()) && self.refactorise().is_ok() {
+            self.health.refactorisations += 1;
+            residual = self.residual(i);
+            self.health.floor = residual;
+        }
+        self.health.last_residual = residual;
+        residual
+    }
+
+    /// Recomputes every factor from the stored observations by the blocked factorisation, and
+    /// the fixed arm set's columns; on failure (a kernel that is not positive semidefinite)
+    /// nothing changes.
+    ///
+    /// # Errors
+    /// As [`ExactPosterior::observe_many`].
+    pub fn refactorise(&mut self) -> Result<()> {
+        let dim = self.dim.unwrap_or(0);
+        if self.is_empty() {
+            return Ok(());
+        }
+        let inputs = std::mem::take(&mut self.inputs);
+        let targets = std::mem::take(&mut self.targets);
+        let fixed = self.fixed.take();
+        let old: Vec<CholeskyFactor> = self
+            .factors
+            .iter()
+            .map(|f| CholeskyFactor::new(f.regulariser()))
+            .collect();
+        let old = std::mem::replace(&mut self.factors, old);
+        let points = Points::from_row_major(&inputs, dim)?;
+        let rebuilt = self.observe_many(&points, &targets);
+        let refixed = match (&rebuilt, &fixed) {
+            (Ok(()), Some(set)) => {
+                let arms = Points::from_row_major(set.points(), set.dim())?;
+                self.fix_arms(&arms, set.memory_limit()).map(|_| ())
+            }
+            _ => Ok(()),
+        };
+        if let Err(e) = rebuilt.and(refixed) {
+            self.factors = old;
+            self.inputs = inputs;
+            self.targets = targets;
+            self.fixed = fixed;
+            self.dim = Some(dim);
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -745,6 +844,7 @@ impl<K: Kernel> ExactPosterior<K> {
             fixed.remove_oldest(&rotations, &self.factors);
         }
         self.generation += 1;
+        self.after_change();
     }
 
     /// Runs `query` on the reusable query workspace (or on a fresh one while a concurrent
@@ -1069,6 +1169,45 @@ mod tests {
     use super::*;
     use crate::kernel::Matern;
     use crate::points::AsPoints;
+
+    /// A drifted factor (every pivot off by 10⁻⁶, far beyond rounding) is caught by the next
+    /// scheduled check and recomputed from scratch: the bounds then equal a fresh posterior's.
+    #[test]
+    fn drift_is_caught_and_refactorised() {
+        let kernel = Matern::new(1.5, 0.3).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let xs: Vec<[f64; 2]> = (0..300).map(|_| [rng.random(), rng.random()]).collect();
+        let ys: Vec<f64> = xs.iter().map(|x| (4.0 * x[0]).sin() + x[1]).collect();
+        let mut gp = ExactPosterior::new(kernel, &[0.01, 1.0]).unwrap();
+        for (x, &y) in xs.iter().zip(&ys).take(299) {
+            gp.observe(x, y).unwrap();
+        }
+        assert_eq!(gp.health().checks, 1); // at the 256th change
+        assert!(gp.health().largest_residual < 1e-13, "{:?}", gp.health());
+        assert_eq!(gp.health().refactorisations, 0);
+        let probes = [[0.2, 0.2], [0.7, 0.4]];
+        let healthy = gp.evaluate(&probes.as_points().unwrap()).unwrap();
+        for f in &mut gp.factors {
+            f.perturb_diagonal(1e-6);
+        }
+        assert!(gp.evaluate(&probes.as_points().unwrap()).unwrap() != healthy);
+        let residual = gp.check_health();
+        assert_eq!(gp.health().refactorisations, 1);
+        assert!(gp.health().largest_residual > 1e-7);
+        assert!(residual < 1e-13, "{residual}");
+        let repaired = gp.evaluate(&probes.as_points().unwrap()).unwrap();
+        for r in 0..2 {
+            for j in 0..2 {
+                let (a, b) = (repaired.mean(r)[j], healthy.mean(r)[j]);
+                assert!((a - b).abs() < 1e-10, "{a} {b}");
+                let (a, b) = (repaired.variance(r)[j], healthy.variance(r)[j]);
+                assert!((a - b).abs() < 1e-10, "{a} {b}");
+            }
+        }
+        // The next observation keeps the repaired factor and the schedule.
+        gp.observe(&xs[299], ys[299]).unwrap();
+        assert!(gp.residual(299) < 1e-13);
+    }
 
     /// Observing a point that the last query contained reuses its solved column; the result
     /// must agree with the plain O(t²) append, and a query made before a truncation must not be

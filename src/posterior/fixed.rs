@@ -151,6 +151,10 @@ impl FixedArms {
     }
 
     /// The arms' dimension.
+    pub(crate) fn memory_limit(&self) -> Option<usize> {
+        self.memory_limit
+    }
+
     pub(crate) fn dim(&self) -> usize {
         self.points.len() / self.len.max(1)
     }

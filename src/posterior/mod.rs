@@ -8,9 +8,11 @@
 mod cholesky;
 mod exact;
 mod fixed;
+pub mod health;
 mod select;
 mod sketched;
 
 pub use cholesky::CholeskyFactor;
 pub use exact::{ExactPosterior, PosteriorBatch};
+pub use health::Health;
 pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};
