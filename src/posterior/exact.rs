@@ -450,7 +450,8 @@ impl<K: Kernel> ExactPosterior<K> {
         let mut residual = self.residual(i);
         self.health.checks += 1;
         self.health.largest_residual = self.health.largest_residual.max(residual);
-        if !(residual <= self.health.tolerance()) && self.refactorise().is_ok() {
+        // `residual` is never NaN: a NaN residual is reported as ∞.
+        if residual > self.health.tolerance() && self.refactorise().is_ok() {
             self.health.refactorisations += 1;
             residual = self.residual(i);
             self.health.floor = residual;
