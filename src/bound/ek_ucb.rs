@@ -267,8 +267,16 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
         } else {
             (self.gamma * tau).min(1.0)
         };
+        // A rejected observation leaves the generator where it was.
+        let saved = self.rng.clone();
         let draw = self.rng.uniform() < p;
-        let index = self.posterior.observe_embedded(x, y, prior, z)?;
+        let index = match self.posterior.observe_embedded(x, y, prior, z) {
+            Ok(index) => index,
+            Err(error) => {
+                self.rng = saved;
+                return Err(error);
+            }
+        };
         if draw {
             match self.posterior.add_anchor(index) {
                 Ok(true) => {
@@ -285,6 +293,7 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
                     let anchors = self.posterior.dictionary().to_vec();
                     self.posterior.truncate_with_dictionary(step, &anchors);
                     self.sync_kors();
+                    self.rng = saved;
                     return Err(error);
                 }
             }

@@ -378,6 +378,25 @@ impl<K: Kernel> SketchedPosterior<K> {
             None => (self.prior.len(), z),
         };
         let m = self.anchors.len();
+        // Everything is computed before anything changes: a target so large that the running
+        // sums or the weights overflow is refused and loses nothing.
+        let sum = if index == self.prior.len() {
+            y
+        } else {
+            self.sums[index] + y
+        };
+        let projected: Vec<f64> = self
+            .projected
+            .iter()
+            .zip(&z)
+            .map(|(b, v)| b + y * v)
+            .collect();
+        let overflow = || Error::NonFinite {
+            what: "sketched posterior update (the target overflows the running sums)".into(),
+        };
+        if !sum.is_finite() || projected.iter().any(|v| !v.is_finite()) {
+            return Err(overflow());
+        }
         if m > 0 {
             // On a copy, so that a failure (only possible with non-finite values) changes
             // nothing. The copy lives in `spare`, which keeps its allocation: a fresh m × m
@@ -398,6 +417,14 @@ impl<K: Kernel> SketchedPosterior<K> {
                 row: index,
                 pivot: f64::NAN,
             })?;
+        }
+        let mut weights = Vec::with_capacity(m);
+        let factor = if m > 0 { &self.spare } else { &self.chol_v };
+        cholesky_solve_into(factor.as_ref(), &projected, &mut weights);
+        if weights.iter().any(|v| !v.is_finite()) {
+            return Err(overflow());
+        }
+        if m > 0 {
             std::mem::swap(&mut self.chol_v, &mut self.spare);
         }
         if index == self.prior.len() {
@@ -414,11 +441,9 @@ impl<K: Kernel> SketchedPosterior<K> {
             }
         }
         self.counts[index] += 1.0;
-        self.sums[index] += y;
-        for (b, &v) in self.projected.iter_mut().zip(&z) {
-            *b += y * v;
-        }
-        cholesky_solve_into(self.chol_v.as_ref(), &self.projected, &mut self.weights);
+        self.sums[index] = sum;
+        self.projected = projected;
+        self.weights = weights;
         self.log.push((index, y));
         Ok(index)
     }
