@@ -1127,7 +1127,7 @@ fn sketched_bounds_refuse_overflowing_rewards() {
         bound.observe(&[0.5], -f64::MAX).unwrap();
         let probes = [[0.5], [0.2]];
         let before = bound.bounds(&probes).unwrap();
-        for y in [-f64::MAX, f64::MAX * 0.75 * -1.0] {
+        for y in [-f64::MAX, -0.75 * f64::MAX] {
             assert!(matches!(
                 bound.observe(&[0.5], y),
                 Err(Error::NonFinite { .. })

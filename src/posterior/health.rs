@@ -7,9 +7,14 @@
 //! - **Pivots.** When rounding makes an appended row's posterior variance ρ_a²(x) slightly
 //!   negative (by at most 10⁻⁶·(k(x, x) + a): a point duplicating the data under a tiny a),
 //!   it is raised to 0, so the pivot is √a — the smallest jitter that makes the factor valid,
-//!   applied to that pivot only. Every such clamp is counted in [`Health::clamped_pivots`];
-//!   beyond the tolerance the update is refused with [`crate::Error::NotPositiveDefinite`]
-//!   (the kernel is not positive semidefinite), never hidden.
+//!   applied to that pivot only. Every such clamp is counted in [`Health::clamped_pivots`].
+//! - **No escalating jitter.** Beyond that tolerance the update is refused with
+//!   [`crate::Error::NotPositiveDefinite`] and the posterior is left unchanged. Either the kernel
+//!   is not positive semidefinite, or κ(K_t + aI) ≈ t·k/a exceeds 1/ε (e.g. a = 10⁻¹³ with
+//!   thousands of points within 10⁻⁷, `tests/numerical_health.rs`). GPyTorch's
+//!   `psd_safe_cholesky` would retry with escalating jitter; here a is the bound's regulariser,
+//!   which sets its confidence width, so raising it behind the caller's back would change the
+//!   guarantee. The remedy is a larger a (a smaller scale c, or a larger σ).
 //! - **Residual checks.** Every [`CHECK_EVERY`] changes (appends or sliding-window downdates)
 //!   one row i of every factor is checked against a from-scratch recomputation:
 //!   max_j |(LLᵀ)_ij − K_ij − aδ_ij| / (K_ii + a) and |(Lw)_i − y_i| / (|y_i| + √(K_ii + a)·‖w‖)
