@@ -202,11 +202,18 @@ fn open_unit(name: &'static str, value: f64) -> Result<f64> {
 pub(crate) fn sketched_bounds(batch: SketchedBatch, width: f64) -> Result<Bounds> {
     let width = super::check_width(width)?;
     let spread: Vec<f64> = batch.variance.iter().map(|v| width * v.sqrt()).collect();
-    Ok(Bounds {
+    let bounds = Bounds {
         lcb: batch.mean.iter().zip(&spread).map(|(m, s)| m - s).collect(),
         ucb: batch.mean.iter().zip(&spread).map(|(m, s)| m + s).collect(),
         mean: batch.mean,
-    })
+    };
+    if bounds.lcb.iter().chain(&bounds.ucb).all(|v| v.is_finite()) {
+        Ok(bounds)
+    } else {
+        Err(crate::Error::NonFinite {
+            what: "sketched bound (the targets are too large for the regulariser)".into(),
+        })
+    }
 }
 
 /// The generator of the randomised bounds and agents: ChaCha8 (reproducible across platforms), cloned exactly —

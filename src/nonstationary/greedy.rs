@@ -146,12 +146,25 @@ impl<K: Kernel> GreedyVariance<K> {
     /// The posterior mean μ(c; S, y) at every candidate, for targets `y` of the chosen points
     /// in the order chosen: O(n² + A n).
     ///
-    /// # Panics
-    /// If `y.len()` differs from the number of chosen points.
-    pub fn mean(&self, y: &[f64]) -> Vec<f64> {
+    /// # Errors
+    /// [`Error::InvalidParameter`] if `y.len()` differs from the number of chosen points;
+    /// [`Error::NonFinite`] for a non-finite target, or a mean that overflows (targets far
+    /// beyond the scale of a tiny λ).
+    pub fn mean(&self, y: &[f64]) -> Result<Vec<f64>> {
         let a = self.candidates();
         let n = self.chosen.len();
-        assert_eq!(y.len(), n, "one target per chosen point");
+        if y.len() != n {
+            return Err(Error::InvalidParameter {
+                name: "targets",
+                value: y.len() as f64,
+                expected: "one target per chosen point",
+            });
+        }
+        if y.iter().any(|v| !v.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "target".into(),
+            });
+        }
         // z = L⁻¹y, with L's row s = (w_{j_s}, pivot_s).
         let mut z = y.to_vec();
         for s in 0..n {
@@ -168,7 +181,13 @@ impl<K: Kernel> GreedyVariance<K> {
                 *m += w * zr;
             }
         }
-        mean
+        if mean.iter().all(|m| m.is_finite()) {
+            Ok(mean)
+        } else {
+            Err(Error::NonFinite {
+                what: "posterior mean (the targets are too large for λ)".into(),
+            })
+        }
     }
 
     /// The information gain ½ Σ_s ln(1 + σ²_{s−1}(x_s)/λ) = ½ ln det(I + K_SS/λ) of the chosen

@@ -362,7 +362,11 @@ impl<K: Kernel> RPerp<K> {
         let size = self.plan.len();
         self.previous_batch = size;
         if self.played_in_interval < self.this_interval {
-            let mean = self.gp.mean(&self.targets);
+            // A mean that overflows (targets ≈ 10³⁰⁸ against a tiny λ) eliminates nothing.
+            let mean = self
+                .gp
+                .mean(&self.targets)
+                .unwrap_or_else(|_| vec![f64::NAN; self.gp.candidates()]);
             let spread: Vec<f64> = self
                 .gp
                 .variances()
@@ -375,7 +379,15 @@ impl<K: Kernel> RPerp<K> {
                 .map(|&c| mean[c] - spread[c])
                 .fold(f64::NEG_INFINITY, f64::max);
             let before = self.active.len();
-            self.active.retain(|&c| mean[c] + spread[c] >= best_lcb);
+            // Targets so large that the batch's mean overflows (≈ 10³⁰⁸) leave nothing to
+            // compare: keep every arm rather than eliminate on NaN.
+            let finite = self
+                .active
+                .iter()
+                .all(|&c| (mean[c] - spread[c]).is_finite() && (mean[c] + spread[c]).is_finite());
+            if finite {
+                self.active.retain(|&c| mean[c] + spread[c] >= best_lcb);
+            }
             self.eliminations.push(Elimination {
                 interval: self.interval,
                 batch: self.batch_index,

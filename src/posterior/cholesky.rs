@@ -9,6 +9,10 @@ use crate::error::{Error, Result};
 use crate::linalg::dot;
 use crate::posterior::exact::clamp_variance;
 
+/// The largest q_a (and a·q_a) an update may produce: targets whose quadratic form would pass
+/// it (|y| ≳ 10¹⁵⁰) are refused with [`Error::NonFinite`].
+pub(crate) const QUAD_FORM_LIMIT: f64 = 1e300;
+
 /// Rows per storage block of a [`CholeskyFactor`].
 pub(crate) const BLOCK_ROWS: usize = 128;
 
@@ -245,7 +249,13 @@ impl CholeskyFactor {
         let whitened_target = (y - prediction) / diagonal;
         let log_det_increment = (posterior_variance / self.regulariser).ln_1p();
         let quad_form = self.quad_form() + whitened_target * whitened_target;
-        if !(quad_form.is_finite() && (self.log_det() + log_det_increment).is_finite()) {
+        // q_a and a·q_a stay below 10³⁰⁰, so that every radius built from them (a few such
+        // terms, divided by a regulariser of the same grid) is finite.
+        let bounded = |v: f64| v <= QUAD_FORM_LIMIT;
+        if !(bounded(quad_form)
+            && bounded(self.regulariser * quad_form)
+            && (self.log_det() + log_det_increment).is_finite())
+        {
             return Err(Error::NonFinite {
                 what: "posterior update (q_a or ld_a overflows: the regulariser is too small \
                        for the scale of the data)"

@@ -638,7 +638,11 @@ impl<K: Kernel> ExactPosterior<K> {
             }
             solve_lower_triangular_in_place(l22, w2.as_mut(), Par::Seq);
             let w2: Vec<f64> = (0..n).map(|i| w2[(i, 0)]).collect();
-            if w2.iter().any(|v| !v.is_finite()) {
+            let quad_form = factor.quad_form() + w2.iter().map(|v| v * v).sum::<f64>();
+            let limit = super::cholesky::QUAD_FORM_LIMIT;
+            if w2.iter().any(|v| !v.is_finite())
+                || !(quad_form <= limit && factor.regulariser() * quad_form <= limit)
+            {
                 return Err(Error::NonFinite {
                     what: "whitened target (the regulariser is too small for the data)".into(),
                 });

@@ -421,7 +421,12 @@ impl<K: Kernel> SketchedPosterior<K> {
         let mut weights = Vec::with_capacity(m);
         let factor = if m > 0 { &self.spare } else { &self.chol_v };
         cholesky_solve_into(factor.as_ref(), &projected, &mut weights);
-        if weights.iter().any(|v| !v.is_finite()) {
+        // yᵀΦV⁻¹Φᵀy, the sketch's q_λ: finite exactly when the exact bounds' q_a would be (up
+        // to the projection), which keeps every mean z(x)ᵀV⁻¹Φᵀy finite too.
+        let energy = dot(&weights, &projected);
+        let limit = super::cholesky::QUAD_FORM_LIMIT;
+        let bounded = energy <= limit && self.lambda * energy <= limit;
+        if weights.iter().any(|v| !v.is_finite()) || !bounded {
             return Err(overflow());
         }
         if m > 0 {
