@@ -99,7 +99,9 @@ fn two_thousand_near_duplicates_stay_healthy() {
 }
 
 /// The case: t = 10 000 near-duplicate points with DMM's smallest grid regulariser
-/// a0/10 = 10⁻³ and a0 (run by `.ci/run` with `--release -- --ignored`).
+/// a0/10 = 10⁻³ and a0: 10 000 O(t²) appends on two factors, several minutes even in release,
+/// beyond CI's budget (run with `cargo test --release --all-features --test numerical_health
+/// -- --ignored`).
 #[test]
 #[ignore]
 fn ten_thousand_near_duplicates_stay_healthy() {
@@ -117,10 +119,9 @@ fn beyond_double_precision_updates_are_refused_not_hidden() {
     let kernel = Rbf::new(0.2).unwrap();
     let (xs, ys) = near_duplicates(6000);
     let mut gp = ExactPosterior::new(kernel, &[1e-13]).unwrap();
-    let probes = [[0.5, 0.5], [0.6, 0.4]];
     let mut refused = 0;
     for (x, &y) in xs.iter().zip(&ys) {
-        let before = gp.evaluate(&probes.as_points().unwrap()).unwrap();
+        let before = (gp.quad_form(0).to_bits(), gp.log_det(0).to_bits());
         let len = gp.len();
         match gp.observe(x, y) {
             Ok(()) => {}
@@ -128,7 +129,7 @@ fn beyond_double_precision_updates_are_refused_not_hidden() {
                 assert!(pivot < 0.0);
                 refused += 1;
                 assert_eq!(gp.len(), len);
-                assert_eq!(gp.evaluate(&probes.as_points().unwrap()).unwrap(), before);
+                assert_eq!((gp.quad_form(0).to_bits(), gp.log_det(0).to_bits()), before);
             }
             Err(e) => panic!("unexpected {e}"),
         }
