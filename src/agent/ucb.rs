@@ -146,9 +146,10 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     /// # Examples
     /// ```
     /// use kernel_bandits::prelude::*;
-    /// // B = 0.01 is far too small for rewards near 1: the confidence set is soon empty.
+    /// // B = 0.01 is far too small for rewards of 1: CMM (which checks every a) sees that the
+    /// // confidence set is empty after the first update.
     /// let params = BoundParams::new().sigma(0.01).norm_bound(0.01);
-    /// let mut agent = UcbAgent::new(Dmm::new(Rbf::new(0.3)?, params)?)
+    /// let mut agent = UcbAgent::new(Cmm::new(Rbf::new(0.3)?, params)?)
     ///     .with_misspecification(Misspecification::Refuse);
     /// let arms = [[0.0], [0.5], [1.0]];
     /// for _ in 0..3 {
