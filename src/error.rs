@@ -97,7 +97,7 @@ pub enum Error {
         /// R̃_a² there (negative or NaN).
         radius_sq: f64,
     },
-    /// A snapshot could not be restored (feature `serde`, [`crate::snapshot`]).
+    /// A snapshot could not be restored (feature `serde`, module `kernel_bandits::snapshot`).
     #[error("cannot restore the snapshot: {0}")]
     Snapshot(#[from] SnapshotError),
 }
