@@ -9,6 +9,7 @@
 use kernel_bandits::SnapshotError;
 use kernel_bandits::nonstationary::{RPerp, RPerpParams, Restarting, SlidingWindow};
 use kernel_bandits::prelude::*;
+use kernel_bandits::snapshot::FORMAT_VERSION;
 
 /// Rounds before the snapshot, and after it.
 const BEFORE: usize = 40;
@@ -252,12 +253,13 @@ fn damaged_or_mismatched_json_is_refused_with_the_reason() {
         Err(Error::Snapshot(SnapshotError::Kind { .. }))
     ));
     // Another format version.
-    let bumped = json.replacen("\"version\":1", "\"version\":2", 1);
+    let current = format!("\"version\":{FORMAT_VERSION}");
+    let bumped = json.replacen(&current, &format!("\"version\":{}", FORMAT_VERSION + 1), 1);
     assert_eq!(
         Agent::from_json(&bumped).unwrap_err(),
         Error::Snapshot(SnapshotError::Version {
-            found: 2,
-            supported: 1
+            found: FORMAT_VERSION + 1,
+            supported: FORMAT_VERSION
         })
     );
     // Not a snapshot at all, or cut short.

@@ -82,6 +82,9 @@ pub struct Cmm<K> {
     /// makes a query–update–truncate cycle (trying a point, then forgetting it) cheap too.
     #[cfg_attr(feature = "serde", serde(with = "spectra"))]
     spectrum: Mutex<Vec<Arc<Spectrum>>>,
+    /// The record of the decompositions' checks ([`Cmm::health`]).
+    #[cfg_attr(feature = "serde", serde(with = "locked_health"))]
+    health: Mutex<SpectralHealth>,
 }
 
 impl<K: Clone> Clone for Cmm<K> {
@@ -94,6 +97,12 @@ impl<K: Clone> Clone for Cmm<K> {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                     .clone(),
+            ),
+            health: Mutex::new(
+                *self
+                    .health
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
             ),
         }
     }
@@ -116,30 +125,101 @@ struct Spectrum {
     values: Vec<f64>,
     /// b = Uᵀy on the range.
     targets: Vec<f64>,
-    /// ‖b_N‖²: the energy of y in the null space.
+    /// The eigenvalues at or below the threshold, raised to 0 where rounding made them negative.
+    null_values: Vec<f64>,
+    /// b = Uᵀy on the numerical null space.
+    null_targets: Vec<f64>,
+    /// ‖b_N‖²: the energy of y in the numerical null space.
     null_energy: f64,
+    /// θ: 0 if no eigenvalue was dropped, else the larger of the threshold t·ε·λ_max and the
+    /// largest |λ| dropped. Every dropped eigenvalue is at most θ.
+    dropped: f64,
 }
+
+/// The largest |ln a| a trial regulariser takes: e^±600 and their products with the spectrum
+/// stay finite.
+const LN_A_LIMIT: f64 = 600.0;
 
 /// Bordered updates between two full decompositions, which bound any drift of the updates.
 const REFRESH_EVERY: usize = 100;
 
+/// Relative residual ‖(K − UΛUᵀ)v‖/‖K‖ or orthogonality defect beyond which a bordered update
+/// is replaced by a full decomposition (see [`SpectralHealth`]). A backward-stable update
+/// leaves about t·ε (2·10⁻¹³ at t = 1000); an eigenvalue misplaced by δλ shows as about
+/// δλ/(‖K‖√t).
+pub const SPECTRAL_CHECK_TOLERANCE: f64 = 1e-8;
+
+/// Below this multiple of θ (the dropped eigenvalues' bound) the dual objective is evaluated on
+/// the numerical range only, with the slack of the module documentation.
+const FULL_SPECTRUM_FROM: f64 = 1e6;
+
+/// The numerical record of CMM-UCB's eigendecompositions ([`Cmm::health`]).
+///
+/// After every bordered update the decomposition is checked in O(t²) against the kernel
+/// matrix, through the Cholesky factor of K_t + a0·I that the posterior keeps (Kv = L(Lᵀv) −
+/// a0·v): the reconstruction residual ‖(K − UΛUᵀ)v‖/‖K‖ for a fresh random unit v, and the
+/// orthogonality defect ‖Uᵀuⱼ − eⱼ‖ of a random column. Past [`SPECTRAL_CHECK_TOLERANCE`] the
+/// update is discarded and a full decomposition computed instead. The random draws are seeded
+/// from t, so a run (and a restored snapshot) is reproducible.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SpectralHealth {
+    /// Bordered updates kept.
+    pub bordered_updates: u64,
+    /// Full decompositions: the first, every 100 updates, after a truncation, and after a
+    /// failed check.
+    pub full_decompositions: u64,
+    /// Checks run (one per bordered update).
+    pub checks: u64,
+    /// Checks past the tolerance, each replaced by a full decomposition.
+    pub failed_checks: u64,
+    /// The largest relative residual any check found.
+    pub largest_residual: f64,
+    /// The largest orthogonality defect any check found.
+    pub largest_orthogonality_defect: f64,
+}
+
 impl Spectrum {
     /// The decomposition for the posterior's current data: by a bordered update of `parent`
-    /// (a valid decomposition of the first t − 1 observations) if given, else from scratch.
-    fn new<K: Kernel>(posterior: &ExactPosterior<K>, parent: Option<&Spectrum>) -> Result<Self> {
+    /// (a valid decomposition of the first t − 1 observations) if given and it passes its
+    /// check, else from scratch.
+    fn new<K: Kernel>(
+        posterior: &ExactPosterior<K>,
+        parent: Option<&Spectrum>,
+        health: &mut SpectralHealth,
+    ) -> Result<Self> {
         let t = posterior.len();
-        let (eigen, updates) = match parent {
+        let bordered = match parent {
             Some(p) if t > 0 && p.len + 1 == t && p.updates < REFRESH_EVERY => {
                 let x = posterior.input(t - 1);
                 let kernel = posterior.kernel();
                 let k: Vec<f64> = (0..t - 1)
                     .map(|i| kernel.eval(posterior.input(i), x))
                     .collect();
-                (p.eigen.bordered(&k, kernel.eval_diag(x)), p.updates + 1)
+                let eigen = p.eigen.bordered(&k, kernel.eval_diag(x));
+                let check = eigen.check(|v| kernel_times(posterior, v), 0x9e37_79b9 ^ t as u64);
+                health.checks += 1;
+                health.largest_residual = health.largest_residual.max(check.residual);
+                health.largest_orthogonality_defect =
+                    health.largest_orthogonality_defect.max(check.orthogonality);
+                if check.residual <= SPECTRAL_CHECK_TOLERANCE
+                    && check.orthogonality <= SPECTRAL_CHECK_TOLERANCE
+                {
+                    health.bordered_updates += 1;
+                    Some((eigen, p.updates + 1))
+                } else {
+                    health.failed_checks += 1;
+                    None
+                }
             }
-            _ => {
+            _ => None,
+        };
+        let (eigen, updates) = match bordered {
+            Some(found) => found,
+            None => {
                 let gram = posterior.kernel_matrix();
                 let gram = MatRef::from_column_major_slice(gram.as_slice(), t, t);
+                health.full_decompositions += 1;
                 (Eigen::full(gram)?, 0)
             }
         };
@@ -152,6 +232,13 @@ impl Spectrum {
         let largest = values.iter().copied().fold(0.0, f64::max);
         let threshold = t as f64 * f64::EPSILON * largest;
         let first = values.iter().position(|&v| v > threshold).unwrap_or(t);
+        let dropped = if first == 0 {
+            0.0
+        } else {
+            values[..first]
+                .iter()
+                .fold(threshold, |m, v| m.max(v.abs()))
+        };
         let mut rotated = vec![0.0; t];
         if t > 0 {
             let y = MatRef::from_column_major_slice(posterior.targets(), t, 1);
@@ -170,22 +257,26 @@ impl Spectrum {
             len: t,
             values: values[first..].to_vec(),
             targets: rotated[first..].to_vec(),
+            null_values: values[..first].iter().map(|v| v.max(0.0)).collect(),
+            null_targets: rotated[..first].to_vec(),
             null_energy: rotated[..first].iter().map(|b| b * b).sum(),
+            dropped,
             first,
             updates,
             eigen,
         })
     }
 
-    /// p = U_rᵀk_t(q_j) for every point: r × m, column j for point j.
+    /// p = Uᵀk_t(q_j) for every point: t × m, column j for point j (the null space's rows
+    /// first, as in `eigen`).
     fn project(&self, cross: &[f64], m: usize) -> Mat<f64> {
-        let (t, r) = (self.eigen.vectors.nrows(), self.values.len());
-        let mut out = Mat::<f64>::zeros(r, m);
-        if r > 0 && m > 0 {
+        let t = self.eigen.vectors.nrows();
+        let mut out = Mat::<f64>::zeros(t, m);
+        if t > 0 && m > 0 {
             matmul(
                 out.as_mut(),
                 Accum::Replace,
-                self.eigen.vectors.subcols(self.first, r).transpose(),
+                self.eigen.vectors.transpose(),
                 MatRef::from_row_major_slice(cross, t, m),
                 1.0,
                 Par::Seq,
@@ -193,6 +284,43 @@ impl Spectrum {
         }
         out
     }
+
+    /// The smallest a at which the dual objective uses the whole spectrum (0 when nothing was
+    /// dropped).
+    fn full_from(&self) -> f64 {
+        FULL_SPECTRUM_FROM * self.dropped
+    }
+}
+
+/// K_t·v through the Cholesky factor of K_t + a0·I that the posterior keeps: L(Lᵀv) − a0·v,
+/// O(t²) without a kernel evaluation.
+fn kernel_times<K: Kernel>(posterior: &ExactPosterior<K>, v: &[f64]) -> Vec<f64> {
+    let factor = posterior.factor(0);
+    let t = v.len();
+    let mut u = vec![0.0; t];
+    for (i, &vi) in v.iter().enumerate() {
+        for (uj, l) in u.iter_mut().zip(factor.row(i)) {
+            *uj += l * vi;
+        }
+    }
+    let a0 = factor.regulariser();
+    (0..t)
+        .map(|i| {
+            let row = factor.row(i);
+            row.iter().zip(&u).map(|(l, u)| l * u).sum::<f64>() - a0 * v[i]
+        })
+        .collect()
+}
+
+/// What the dual objective needs of a batch of query points.
+struct Prepared {
+    spectrum: Arc<Spectrum>,
+    /// k(x, x) per point.
+    prior: Vec<f64>,
+    /// Uᵀk_t(x), column j for point j.
+    projections: Mat<f64>,
+    /// Whether the point equals an observed input (then ρ_0² = 0 exactly).
+    observed: Vec<bool>,
 }
 
 /// Where the dual objective attains the bound that was returned.
@@ -209,14 +337,22 @@ enum Optimum {
 /// The dual objective at one point, for one side.
 struct Objective<'a> {
     spectrum: &'a Spectrum,
-    /// p b per eigenvalue.
+    /// p b per eigenvalue of the range.
     pb: Vec<f64>,
-    /// p²/λ per eigenvalue.
+    /// p²/λ per eigenvalue of the range.
     w: Vec<f64>,
-    /// ρ_0², clamped at 0.
+    /// p b per eigenvalue of the numerical null space.
+    null_pb: Vec<f64>,
+    /// p² per eigenvalue of the numerical null space.
+    null_pp: Vec<f64>,
+    /// ρ_0² on the range, k(x, x) − Σ p²/λ, clamped at 0.
     rho0_sq: f64,
+    /// k(x, x).
+    prior: f64,
     /// R_t².
     radius_sq: f64,
+    /// (R_t + B√θ)²: the radius of the range-only problem (see the module documentation).
+    slack_radius_sq: f64,
     /// B².
     norm_sq: f64,
     /// +1 for the UCB, −1 for (minus) the LCB.
@@ -273,59 +409,110 @@ impl pulp::WithSimd for Sums<'_> {
 }
 
 impl<'a> Objective<'a> {
+    /// `p` = Uᵀk_t(x) over the whole spectrum (null space first).
     fn new(spectrum: &'a Spectrum, p: &[f64], prior: f64, radius_sq: f64, norm_sq: f64) -> Self {
-        let pb: Vec<f64> = p
+        let (p_null, p_range) = p.split_at(spectrum.first);
+        let pb: Vec<f64> = p_range
             .iter()
             .zip(&spectrum.targets)
             .map(|(p, b)| p * b)
             .collect();
-        let w: Vec<f64> = p
+        let w: Vec<f64> = p_range
             .iter()
             .zip(&spectrum.values)
             .map(|(p, l)| p * p / l)
             .collect();
         let explained: f64 = w.iter().sum();
+        let slack = (norm_sq * spectrum.dropped).sqrt();
         Self {
             spectrum,
             pb,
             w,
+            null_pb: p_null
+                .iter()
+                .zip(&spectrum.null_targets)
+                .map(|(p, b)| p * b)
+                .collect(),
+            null_pp: p_null.iter().map(|p| p * p).collect(),
             rho0_sq: (prior - explained).max(0.0),
+            prior,
             radius_sq,
+            slack_radius_sq: (radius_sq.sqrt() + slack).powi(2),
             norm_sq,
             sign: 1.0,
         }
     }
 
-    /// (μ_a, Σ p²/(λ(λ + a)), a q_a) in one pass.
+    /// At a > 0: (μ_a, ρ_a²/a, a q_a) — over the whole spectrum when a is at least
+    /// [`Spectrum::full_from`], else over the range with y's null-space energy as a constant.
     fn sums(&self, a: f64) -> (f64, f64, f64) {
+        let spectrum = self.spectrum;
         let (mu, s, q) = pulp::Arch::new().dispatch(Sums {
-            values: &self.spectrum.values,
-            targets: &self.spectrum.targets,
+            values: &spectrum.values,
+            targets: &spectrum.targets,
             pb: &self.pb,
             w: &self.w,
             a,
         });
-        (mu, s, a * q + self.spectrum.null_energy)
+        let variance = self.rho0_sq / a + s;
+        if spectrum.first > 0 && a >= spectrum.full_from() {
+            let (mu_n, s_n, q_n) = pulp::Arch::new().dispatch(Sums {
+                values: &spectrum.null_values,
+                targets: &spectrum.null_targets,
+                pb: &self.null_pb,
+                w: &self.null_pp,
+                a,
+            });
+            // ρ_a² = ρ_0² + aΣ_range p²/(λ(λ + a)) − Σ_null p²/(λ + a).
+            (mu + mu_n, (variance - s_n / a).max(0.0), a * (q + q_n))
+        } else {
+            (mu, variance, a * q + spectrum.null_energy)
+        }
     }
 
-    /// U_a (sign +1) or −L_a (sign −1) at a > 0.
+    /// The squared radius this a is evaluated with: R_t², or (R_t + B√θ)² on the range only.
+    fn radius_sq_at(&self, a: f64) -> f64 {
+        if self.spectrum.first > 0 && a < self.spectrum.full_from() {
+            self.slack_radius_sq
+        } else {
+            self.radius_sq
+        }
+    }
+
+    /// U_a (sign +1) or −L_a (sign −1) at a > 0; +∞ for an a or a value that is not finite
+    /// (never a spurious 0: ∞·0 in a q_a would otherwise make the radius NaN).
     fn value(&self, a: f64) -> f64 {
-        let (mu, s, aq) = self.sums(a);
-        let radius = self.radius_sq + a * self.norm_sq - aq;
+        if !(a > 0.0 && a.is_finite()) {
+            return f64::INFINITY;
+        }
+        let (mu, variance, aq) = self.sums(a);
+        let radius = self.radius_sq_at(a) + a * self.norm_sq - aq;
+        // A negative R̃_a² (the data contradicting σ, B or δ) contributes μ_a, as in DMM.
         let spread = if radius > 0.0 {
-            (radius * (self.rho0_sq / a + s)).sqrt()
+            (radius * variance).sqrt()
         } else {
             0.0
         };
-        self.sign * mu + spread
+        let value = self.sign * mu + spread;
+        if value.is_finite() {
+            value
+        } else {
+            f64::INFINITY
+        }
     }
 
-    /// The a → ∞ limit: B√(ρ_0² + Σ p²/λ), the prior bound.
+    /// The reported mean at a (μ_{a0} for the bound's mean).
+    fn mean(&self, a: f64) -> f64 {
+        self.sums(a).0
+    }
+
+    /// The a → ∞ limit: B√k(x, x), the prior bound.
     fn at_infinity(&self) -> f64 {
-        (self.norm_sq * (self.rho0_sq + self.w.iter().sum::<f64>())).sqrt()
+        (self.norm_sq * self.prior).sqrt()
     }
 
-    /// The a → 0 limit when x is on the data (ρ_0² = 0): μ_0 + √((R_t² − ‖b_N‖²) Σ p²/λ²).
+    /// The a → 0 limit when x is on the data (ρ_0² = 0), on the range with the slack radius:
+    /// μ_0 + √(((R_t + B√θ)² − ‖b_N‖²) Σ p²/λ²).
     fn at_zero(&self) -> Option<f64> {
         if self.rho0_sq > 0.0 {
             return None;
@@ -333,13 +520,13 @@ impl<'a> Objective<'a> {
         let values = &self.spectrum.values;
         let mu: f64 = self.pb.iter().zip(values).map(|(pb, l)| pb / l).sum();
         let s: f64 = self.w.iter().zip(values).map(|(w, l)| w / l).sum();
-        let radius = self.radius_sq - self.spectrum.null_energy;
+        let radius = self.slack_radius_sq - self.spectrum.null_energy;
         let spread = if radius > 0.0 {
             (radius * s).sqrt()
         } else {
             0.0
         };
-        Some(self.sign * mu + spread)
+        Some(self.sign * mu + spread).filter(|v| v.is_finite())
     }
 
     /// min over a of the objective, and where it is attained.
@@ -411,11 +598,16 @@ impl<'a> Objective<'a> {
 
     /// From a scan end at ln a = `start` where the objective is still falling outwards, steps
     /// outwards (direction ±1, doubling steps) until it rises; returns the outer bracket end.
+    /// ln a stays within ±[`LN_A_LIMIT`], where a and 1/a are finite: the limits a → 0 and
+    /// a → ∞ themselves are evaluated in closed form.
     fn expand(&self, start: f64, value: f64, direction: f64) -> f64 {
         let (mut s, mut v) = (start, value);
         let mut step = std::f64::consts::LN_10;
         for _ in 0..8 {
-            let next = s + direction * step;
+            let next = (s + direction * step).clamp(-LN_A_LIMIT, LN_A_LIMIT);
+            if next == s {
+                return s;
+            }
             let next_value = self.value(next.exp());
             if next_value.partial_cmp(&v) != Some(std::cmp::Ordering::Less) {
                 return next;
@@ -423,7 +615,7 @@ impl<'a> Objective<'a> {
             (s, v) = (next, next_value);
             step *= 2.0;
         }
-        s + direction * step
+        (s + direction * step).clamp(-LN_A_LIMIT, LN_A_LIMIT)
     }
 
     /// Brent's minimisation (golden section with parabolic steps) over ln a ∈ [lo, hi],
@@ -557,12 +749,22 @@ impl<K: Kernel> Cmm<K> {
             posterior: ExactPosterior::new(kernel, &[params.mixture_regulariser()])?,
             params,
             spectrum: Mutex::new(Vec::new()),
+            health: Mutex::new(SpectralHealth::default()),
         })
     }
 
     /// The validated parameters.
     pub fn params(&self) -> &CheckedParams {
         &self.params
+    }
+
+    /// The record of the eigendecompositions: bordered updates, full decompositions, and the
+    /// randomized checks run after every bordered update (see [`SpectralHealth`]).
+    pub fn health(&self) -> SpectralHealth {
+        *self
+            .health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The underlying exact posterior (regulariser a0, which defines R_t).
@@ -589,11 +791,25 @@ impl<K: Kernel> Cmm<K> {
             return (a0, f64::NAN);
         };
         let norm_sq = self.params.norm_bound() * self.params.norm_bound();
-        let h = |a: f64| {
-            let explained: f64 = (spectrum.values.iter().zip(&spectrum.targets))
+        // R̃_a² as the bound evaluates it: over the whole spectrum from `full_from` on, below
+        // it on the range with the slack radius (R_t + B√θ)² (see the module documentation),
+        // so that an empty set is never reported for a set that only rounding emptied.
+        let slack_radius_sq = (radius_sq.sqrt() + (norm_sq * spectrum.dropped).sqrt()).powi(2);
+        let explained = |values: &[f64], targets: &[f64], a: f64| -> f64 {
+            values
+                .iter()
+                .zip(targets)
                 .map(|(l, b)| b * b * (a / (l + a)))
-                .sum();
-            radius_sq + a * norm_sq - explained - spectrum.null_energy
+                .sum()
+        };
+        let h = |a: f64| {
+            let range = explained(&spectrum.values, &spectrum.targets, a);
+            if spectrum.first > 0 && a < spectrum.full_from() {
+                slack_radius_sq + a * norm_sq - range - spectrum.null_energy
+            } else {
+                let null = explained(&spectrum.null_values, &spectrum.null_targets, a);
+                radius_sq + a * norm_sq - range - null
+            }
         };
         let scale = spectrum.values.last().copied().unwrap_or(0.0).max(a0);
         let (mut lo, mut hi) = ((scale * 1e-12).ln(), (scale * 1e12).ln());
@@ -618,7 +834,7 @@ impl<K: Kernel> Cmm<K> {
         } else {
             (u2.exp(), h2)
         };
-        let limit = (0.0, radius_sq - spectrum.null_energy);
+        let limit = (0.0, slack_radius_sq - spectrum.null_energy);
         [found, limit, (a0, h(a0))]
             .into_iter()
             .min_by(|a, b| {
@@ -639,7 +855,15 @@ impl<K: Kernel> Cmm<K> {
             return Ok(Arc::clone(spectrum));
         }
         let parent = cache.iter().find(|s| s.len + 1 == t).cloned();
-        let spectrum = Arc::new(Spectrum::new(&self.posterior, parent.as_deref())?);
+        let mut health = self
+            .health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let spectrum = Arc::new(Spectrum::new(
+            &self.posterior,
+            parent.as_deref(),
+            &mut health,
+        )?);
         cache.clear();
         cache.extend(parent);
         cache.push(Arc::clone(&spectrum));
@@ -647,7 +871,7 @@ impl<K: Kernel> Cmm<K> {
     }
 
     /// The spectrum, the prior variances and the projections of a batch of points.
-    fn prepare(&self, points: &Points<'_>) -> Result<(Arc<Spectrum>, Vec<f64>, Mat<f64>)> {
+    fn prepare(&self, points: &Points<'_>) -> Result<Prepared> {
         let radius_sq = self.radius_sq();
         if !radius_sq.is_finite() {
             return Err(Error::NonFinite {
@@ -657,12 +881,31 @@ impl<K: Kernel> Cmm<K> {
         let (prior, cross) = self.posterior.query_block(points)?;
         let spectrum = self.spectrum()?;
         let projections = spectrum.project(&cross, points.len());
-        Ok((spectrum, prior, projections))
+        // A point equal to an observed one has k_t(x) = K_t e_j and k(x, x) = K_jj, so its
+        // ρ_0² is exactly 0; computed as k(x, x) − Σ p²/λ it would be rounding noise, and the
+        // dual's a → 0 limit (interpolation) would be out of reach.
+        let t = self.posterior.len();
+        let mut observed = vec![false; points.len()];
+        points.for_each(|j, x| observed[j] = (0..t).any(|i| self.posterior.input(i) == x));
+        Ok(Prepared {
+            spectrum,
+            prior,
+            projections,
+            observed,
+        })
     }
 
-    fn objective<'a>(&self, spectrum: &'a Spectrum, p: &[f64], prior: f64) -> Objective<'a> {
+    /// The dual objective at point j of a prepared batch.
+    fn objective<'a>(&self, prepared: &'a Prepared, j: usize) -> Objective<'a> {
         let b = self.params.norm_bound();
-        Objective::new(spectrum, p, prior, self.radius_sq(), b * b)
+        let p: Vec<f64> = prepared.projections.col(j).iter().copied().collect();
+        let spectrum = &prepared.spectrum;
+        let mut objective =
+            Objective::new(spectrum, &p, prepared.prior[j], self.radius_sq(), b * b);
+        if prepared.observed[j] {
+            objective.rho0_sq = 0.0;
+        }
+        objective
     }
 
     /// The UCB at one point with the minimising a, and a function of the confidence set that
@@ -680,9 +923,10 @@ impl<K: Kernel> Cmm<K> {
     pub fn certificate(&self, x: &[f64]) -> Result<Certificate> {
         check_point(x, self.posterior.dim(), "query point")?;
         let points = Points::from_row_major(x, x.len())?;
-        let (spectrum, prior, projections) = self.prepare(&points)?;
-        let p: Vec<f64> = projections.col(0).iter().copied().collect();
-        let objective = self.objective(&spectrum, &p, prior[0]);
+        let prepared = self.prepare(&points)?;
+        let spectrum = &prepared.spectrum;
+        let p: Vec<f64> = prepared.projections.col(0).iter().copied().collect();
+        let objective = self.objective(&prepared, 0);
         let a0 = self.params.mixture_regulariser();
         let (upper, optimum) = objective.minimise(a0);
         let (regulariser, a) = match optimum {
@@ -692,6 +936,7 @@ impl<K: Kernel> Cmm<K> {
         };
         // The line f = μ_a + s·g, g = k_a(·, x), in the eigenbasis (see the module docs).
         let (values, targets) = (&spectrum.values, &spectrum.targets);
+        let p = &p[spectrum.first..];
         let mut sums = [0.0; 7];
         for i in 0..values.len() {
             let (l, b, p) = (values[i], targets[i], p[i]);
@@ -764,17 +1009,16 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         if m == 0 {
             return Ok(Bounds::default());
         }
-        let (spectrum, prior, projections) = self.prepare(points)?;
+        let prepared = self.prepare(points)?;
         let a0 = self.params.mixture_regulariser();
         let mut bounds = Bounds {
             mean: Vec::with_capacity(m),
             lcb: Vec::with_capacity(m),
             ucb: Vec::with_capacity(m),
         };
-        for (j, &prior) in prior.iter().enumerate() {
-            let p: Vec<f64> = projections.col(j).iter().copied().collect();
-            let mut objective = self.objective(&spectrum, &p, prior);
-            bounds.mean.push(objective.sums(a0).0);
+        for j in 0..m {
+            let mut objective = self.objective(&prepared, j);
+            bounds.mean.push(objective.mean(a0));
             bounds.ucb.push(objective.minimise(a0).0);
             objective.sign = -1.0;
             bounds.lcb.push(-objective.minimise(a0).0);
@@ -786,13 +1030,10 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         if points.is_empty() {
             return Err(Error::NoArms);
         }
-        let (spectrum, prior, projections) = self.prepare(points)?;
+        let prepared = self.prepare(points)?;
         let a0 = self.params.mixture_regulariser();
         let ucb: Vec<f64> = (0..points.len())
-            .map(|j| {
-                let p: Vec<f64> = projections.col(j).iter().copied().collect();
-                self.objective(&spectrum, &p, prior[j]).minimise(a0).0
-            })
+            .map(|j| self.objective(&prepared, j).minimise(a0).0)
             .collect();
         argmax_lowest(&ucb)
     }
@@ -849,6 +1090,32 @@ mod spectra {
     }
 }
 
+/// The health record travels with a snapshot (a missing one restores as all zeros).
+#[cfg(feature = "serde")]
+mod locked_health {
+    use std::sync::Mutex;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::SpectralHealth;
+
+    pub(super) fn serialize<S: Serializer>(
+        health: &Mutex<SpectralHealth>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        health
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Mutex<SpectralHealth>, D::Error> {
+        Ok(Mutex::new(SpectralHealth::deserialize(d)?))
+    }
+}
+
 #[cfg(feature = "serde")]
 impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K> {
     fn kind() -> String {
@@ -879,12 +1146,20 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K>
                     && s.first <= n
                     && s.values.len() == n - s.first
                     && s.targets.len() == n - s.first
+                    && s.null_values.len() == s.first
+                    && s.null_targets.len() == s.first
+                    && s.dropped >= 0.0
                     && s.updates <= REFRESH_EVERY,
                 || format!("a decomposition of {n} observations out of {t}"),
             )?;
             ensure_finite(&s.eigen.values, "eigenvalues")?;
             ensure_finite(&s.values, "eigenvalues")?;
             ensure_finite(&s.targets, "rotated targets")?;
+            ensure_finite(&s.null_values, "eigenvalues")?;
+            ensure_finite(&s.null_targets, "rotated targets")?;
+            ensure(s.dropped.is_finite(), || {
+                "non-finite dropped eigenvalue".into()
+            })?;
             ensure(s.null_energy.is_finite(), || {
                 "non-finite null energy".into()
             })?;
