@@ -8,117 +8,15 @@
 //! is max φ_xᵀz s.t. ‖Φ_t z − y‖ ≤ R_t, ‖z‖ ≤ B: a well-scaled SOCP in z. R_t is computed here
 //! from a dense nalgebra Cholesky of K_t + a0 I. Nothing of the crate's CMM code is used.
 
-use clarabel::algebra::CscMatrix;
-use clarabel::solver::{
-    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
-};
+mod common;
+
+use common::socp::{radius_sq, socp};
 use kernel_bandits::prelude::*;
-use nalgebra::{DMatrix, DVector, SymmetricEigen};
+use nalgebra::{DMatrix, DVector};
 use proptest::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::StandardNormal;
-
-/// Solver tolerance (absolute and relative duality gap, feasibility).
-const SOLVER_TOL: f64 = 1e-10;
-
-/// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ), from a dense Cholesky of K_t + a0 I.
-fn radius_sq(gram: &DMatrix<f64>, y: &DVector<f64>, sigma: f64, c: f64, delta: f64) -> f64 {
-    let t = y.len();
-    let a0 = sigma * sigma / c;
-    if t == 0 {
-        return 2.0 * sigma * sigma * (1.0 / delta).ln();
-    }
-    let chol = (gram + DMatrix::identity(t, t) * a0).cholesky().unwrap();
-    let q = y.dot(&chol.solve(y));
-    let ld: f64 = chol
-        .l()
-        .diagonal()
-        .iter()
-        .map(|l| 2.0 * l.ln())
-        .sum::<f64>()
-        - t as f64 * a0.ln();
-    a0 * q + sigma * sigma * ld + 2.0 * sigma * sigma * (1.0 / delta).ln()
-}
-
-/// max (sign = 1) or min (sign = −1) of f(x) over the confidence set, by clarabel.
-fn socp(
-    kernel: &impl Kernel,
-    xs: &[Vec<f64>],
-    y: &[f64],
-    x: &[f64],
-    radius: f64,
-    b: f64,
-    sign: f64,
-) -> f64 {
-    let t = xs.len();
-    let mut all: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
-    all.push(x);
-    let n = t + 1;
-    let gram = DMatrix::from_fn(n, n, |i, j| kernel.eval(all[i], all[j]));
-    let eigen = SymmetricEigen::new(gram);
-    let largest = eigen.eigenvalues.max();
-    let keep: Vec<usize> = (0..n)
-        .filter(|&i| eigen.eigenvalues[i] > 1e-14 * largest.max(1e-300))
-        .collect();
-    let r = keep.len();
-    // Φ (n × r): rows are the points' features.
-    let phi = DMatrix::from_fn(n, r, |i, k| {
-        eigen.eigenvectors[(i, keep[k])] * eigen.eigenvalues[keep[k]].sqrt()
-    });
-    // Variables z ∈ R^r; minimise −sign·φ_xᵀz.
-    let q: Vec<f64> = (0..r).map(|k| -sign * phi[(t, k)]).collect();
-    let p = CscMatrix::zeros((r, r));
-    // Rows: [0; Φ_t] for the data cone (b = [R; y]), [0; −I] for the norm cone (b = [B; 0]).
-    let rows = (1 + t) + (1 + r);
-    let dense = DMatrix::from_fn(rows, r, |i, k| {
-        if i >= 1 && i <= t {
-            phi[(i - 1, k)]
-        } else if i >= t + 2 {
-            if i - (t + 2) == k { -1.0 } else { 0.0 }
-        } else {
-            0.0
-        }
-    });
-    let (mut colptr, mut rowval, mut nzval) = (vec![0], Vec::new(), Vec::new());
-    for k in 0..r {
-        for i in 0..rows {
-            if dense[(i, k)] != 0.0 {
-                rowval.push(i);
-                nzval.push(dense[(i, k)]);
-            }
-        }
-        colptr.push(rowval.len());
-    }
-    let a = CscMatrix::new(rows, r, colptr, rowval, nzval);
-    let mut rhs = vec![radius];
-    rhs.extend_from_slice(y);
-    rhs.push(b);
-    rhs.extend(std::iter::repeat_n(0.0, r));
-    let cones = [
-        SupportedConeT::SecondOrderConeT(1 + t),
-        SupportedConeT::SecondOrderConeT(1 + r),
-    ];
-    let settings = DefaultSettingsBuilder::default()
-        .verbose(false)
-        .tol_gap_abs(SOLVER_TOL)
-        .tol_gap_rel(SOLVER_TOL)
-        .tol_feas(SOLVER_TOL)
-        .max_iter(500)
-        .build()
-        .unwrap();
-    let mut solver = DefaultSolver::new(&p, &q, &a, &rhs, &cones, settings).unwrap();
-    solver.solve();
-    assert!(
-        matches!(
-            solver.solution.status,
-            SolverStatus::Solved | SolverStatus::AlmostSolved
-        ),
-        "clarabel: {:?}",
-        solver.solution.status
-    );
-    -sign * solver.solution.obj_val
-}
 
 struct Instance {
     xs: Vec<Vec<f64>>,

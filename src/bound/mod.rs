@@ -257,6 +257,15 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// agent plays. The exact bounds override this to skip most of the O(t²) work per point
     /// that [`ConfidenceBound::evaluate`] does (see [`ExactPosterior::argmax_upper`]).
     ///
+    /// What is promised: the returned point's UCB, as this method computes it, is the largest
+    /// (ties to the lowest index), and it is never more than rounding below the largest UCB of
+    /// [`ConfidenceBound::evaluate`]. The two computations use the same formulas but may sum in
+    /// a different order (the pruned path solves in row blocks and forms the mean from its own
+    /// solves), so their values can differ in the last few bits; where two points' UCBs are
+    /// that close (a near-tie within about 10⁻¹² relative), the two methods may pick different
+    /// ones among them. Points whose kernel values are bitwise equal (duplicates) get bitwise
+    /// equal UCBs from either method, so their tie goes to the lowest index in both.
+    ///
     /// # Errors
     /// [`crate::Error::NoArms`] for no point, [`crate::Error::NonFinite`] for a NaN UCB, and
     /// as [`ConfidenceBound::evaluate`].
