@@ -3,6 +3,7 @@
 //! naming the file and line, exit status 2).
 #![cfg(feature = "cli")]
 
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -163,10 +164,11 @@ fn every_bound_and_kernel_runs_and_orders_its_output() {
 
 /// Runs `bounds` on the given file contents and returns (status, stderr).
 fn failing(data: &str, query: &str, extra: &[&str]) -> (Option<i32>, String) {
-    let dir = scratch_dir(&format!(
-        "{:x}",
-        data.len() * 31 + query.len() + extra.len() * 7
-    ));
+    // Named by a hash of the whole input: tests run in parallel threads, and two cases must
+    // not share a directory.
+    let mut hasher = std::hash::DefaultHasher::new();
+    (data, query, extra).hash(&mut hasher);
+    let dir = scratch_dir(&format!("{:x}", hasher.finish()));
     let data_path = write(&dir, "obs.csv", data);
     let query_path = write(&dir, "points.csv", query);
     let mut args = vec!["--lengthscale", "0.5"];
@@ -183,7 +185,7 @@ fn errors_name_the_file_and_line_and_exit_2() {
         ("x,y\n0.1,0.5\n0.2,abc\n", QUERIES, &[], "obs.csv:3:"),
         ("x,y\n0.1,0.5\n0.2,NaN\n", QUERIES, &[], "obs.csv:3:"),
         ("x,y\n0.1,0.5\ninf,0.2\n", QUERIES, &[], "obs.csv:3:"),
-        ("x,y\n", QUERIES, &[], "obs.csv: no rows"),
+        (OBSERVATIONS, "x1,x2\n", &[], "points.csv: no rows"),
         ("y\n0.5\n", QUERIES, &[], "obs.csv:1:"),
         (
             OBSERVATIONS,
@@ -265,5 +267,159 @@ fn cmm_nests_inside_dmm_and_amm() {
         assert!(cmm[j][2] <= dmm[j][2] + tol && dmm[j][2] <= amm[j][2] + tol);
         assert!(cmm[j][1] >= dmm[j][1] - tol && dmm[j][1] >= amm[j][1] - tol);
         assert!(cmm[j][1] <= cmm[j][2]);
+    }
+}
+
+/// Header-only observations (t = 0) at σ = 0.2, B = 3, δ = 0.05, c = 2.
+const PRIOR: (f64, f64, f64, f64) = (0.2, 3.0, 0.05, 2.0);
+const PRIOR_ARGS: [&str; 10] = [
+    "--lengthscale",
+    "0.4",
+    "--sigma",
+    "0.2",
+    "--norm-bound",
+    "3",
+    "--delta",
+    "0.05",
+    "--scale",
+    "2",
+];
+
+/// The UCB with no data at a point of prior variance k(x, x), for each bound: with μ = 0,
+/// ρ_a² = k(x, x), q_a = 0 and ld_a = 0 (SPEC §0), every formula of SPEC §2 reduces to a
+/// constant times √k(x, x), and the LCB is its negative.
+fn prior_ucb(bound: &str, prior_variance: f64, (sigma, b, delta, c): (f64, f64, f64, f64)) -> f64 {
+    let log_inv_delta = (1.0 / delta).ln();
+    let factor = match bound {
+        // R̃_{a0}² / a0 = (σ²B²/c + 2σ² ln(1/δ)) / (σ²/c) (Lemma C.2).
+        "amm" => (b * b + 2.0 * c * log_inv_delta).sqrt(),
+        // R̃_a²/a = B² + 2σ² ln(1/δ)/a falls with a: the grid's largest a, 10σ²/c, wins.
+        "dmm" => (b * b + 2.0 * c * log_inv_delta / 10.0).sqrt(),
+        // The infimum over a > 0 is the limit a → ∞: max f(x) over ‖f‖_H ≤ B alone.
+        "cmm" => b,
+        // (σ√(2 ln(1/δ)) + √λ B)/√λ at the default λ = σ²/c.
+        "ay" => {
+            let lambda = sigma * sigma / c;
+            (sigma * (2.0 * log_inv_delta).sqrt() + lambda.sqrt() * b) / lambda.sqrt()
+        }
+        // σ√(0 + 0·η + 2 ln(1/δ)) + B: η plays no part before the first observation.
+        "igp" => sigma * (2.0 * log_inv_delta).sqrt() + b,
+        _ => unreachable!("{bound}"),
+    };
+    factor * prior_variance.sqrt()
+}
+
+/// `a` equals `b` to 1e-12 relative (exactly, for b = 0).
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 * b.abs()
+}
+
+/// Writes the query points as CSV with a header of `dim` names.
+fn query_csv(points: &[Vec<f64>]) -> String {
+    let dim = points[0].len();
+    let header: Vec<String> = (1..=dim).map(|i| format!("x{i}")).collect();
+    let mut text = header.join(",") + "\n";
+    for p in points {
+        let row: Vec<String> = p.iter().map(f64::to_string).collect();
+        text += &(row.join(",") + "\n");
+    }
+    text
+}
+
+/// Observations with a header and no rows: t = 0, the prior bounds, the input dimension read
+/// from the header. RBF has k(x, x) = 1 everywhere; the linear kernel's k(x, x) = ‖x‖² varies
+/// (and is 0 at the origin, where every bound collapses to 0).
+#[test]
+fn header_only_data_gives_the_prior_bounds() {
+    let cases: [(&str, Vec<Vec<f64>>); 2] = [
+        ("x,y\n", vec![vec![0.3], vec![-1.5], vec![0.0], vec![2.0]]),
+        (
+            "x1,x2,x3,y\n",
+            vec![
+                vec![0.1, 0.2, 0.3],
+                vec![1.0, -2.0, 0.5],
+                vec![0.0, 0.0, 0.0],
+            ],
+        ),
+    ];
+    for (header, points) in cases {
+        let dim = points[0].len();
+        let dir = scratch_dir(&format!("prior-{dim}"));
+        let data = write(&dir, "obs.csv", header);
+        let query = write(&dir, "points.csv", &query_csv(&points));
+        for kernel in ["rbf", "linear"] {
+            for bound in ["ay", "igp", "amm", "dmm", "cmm"] {
+                let out = bounds(&data, &query, kernel, bound, &PRIOR_ARGS);
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert!(
+                    out.status.success(),
+                    "d = {dim}, {kernel}/{bound}: {stderr}"
+                );
+                let rows = parse_output(&out.stdout);
+                assert_eq!(rows.len(), points.len(), "d = {dim}, {kernel}/{bound}");
+                for (x, [mean, lcb, ucb]) in points.iter().zip(rows) {
+                    let prior_variance = match kernel {
+                        "rbf" => 1.0,
+                        _ => x.iter().map(|v| v * v).sum(),
+                    };
+                    let want = prior_ucb(bound, prior_variance, PRIOR);
+                    let what = format!("d = {dim}, {kernel}/{bound} at {x:?}");
+                    assert_eq!(mean, 0.0, "{what}");
+                    assert!(close(ucb, want), "{what}: UCB {ucb} vs {want}");
+                    assert!(close(lcb, -want), "{what}: LCB {lcb} vs {}", -want);
+                }
+            }
+        }
+    }
+}
+
+/// With no observations the header alone fixes the input dimension, so it is checked as the
+/// observations would be: against the query points, and for being a header at all.
+#[test]
+fn header_only_data_with_a_wrong_or_malformed_header_is_an_input_error() {
+    let cases: [(&str, &str, &str); 5] = [
+        // Two inputs in the header, three in the query points.
+        (
+            "x1,x2,y\n",
+            "x1,x2,x3\n0.1,0.2,0.3\n",
+            "points.csv:1: expected 2 columns",
+        ),
+        // Three inputs in the header, two in the query points.
+        ("x1,x2,x3,y\n", QUERIES, "points.csv:1: expected 3 columns"),
+        // No input column.
+        ("y\n", QUERIES, "obs.csv:1: need at least two columns"),
+        // An observation without its header: not a header-only file.
+        (
+            "0.1,0.2,0.5\n",
+            QUERIES,
+            "obs.csv:1: `0.1,0.2,0.5` is a row of numbers",
+        ),
+        // An unnamed column (a stray comma) would shift the dimension.
+        (
+            "x1,,y\n",
+            QUERIES,
+            "obs.csv:1: column 2 of the header has no name",
+        ),
+    ];
+    for (data, query, expected) in cases {
+        let (code, stderr) = failing(data, query, &[]);
+        assert_eq!(code, Some(2), "{expected}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(stderr.contains(expected), "{expected:?} not in {stderr:?}");
+    }
+}
+
+/// An empty or blank observation file is not t = 0: the header that names the columns, and
+/// so gives the input dimension, is missing.
+#[test]
+fn an_empty_data_file_is_an_input_error() {
+    for data in ["", "\n", "  \n"] {
+        let (code, stderr) = failing(data, QUERIES, &[]);
+        assert_eq!(code, Some(2), "{data:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.contains("obs.csv: no header row"),
+            "{data:?}: {stderr}"
+        );
     }
 }

@@ -1,18 +1,20 @@
 //! `kbandit bounds`: mean, LCB and UCB at query points from logged observations.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use kernel_bandits::prelude::*;
 
-use crate::{Assumptions, table};
+use crate::Assumptions;
+use crate::table::{self, Table};
 
 /// Arguments of `kbandit bounds`.
 #[derive(Debug, Args)]
 pub struct BoundsArgs {
     /// Observations: a header row, then one row per observation with the input coordinates
-    /// and, in the last column, the response.
+    /// and, in the last column, the response. With the header alone (no observations) the
+    /// output is the prior bounds.
     #[arg(long)]
     data: PathBuf,
     /// Query points: a header row, then one row per point (the data's input dimension).
@@ -97,6 +99,77 @@ fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn Confidenc
     })
 }
 
+/// The observations in `path`, which may be none.
+///
+/// [`table::read`] rejects a table without rows, as it should for the query points. But no
+/// observations is a fair question about the data: t = 0, what are the prior bounds? Every
+/// bound answers it (μ = 0, ρ² = k(x, x), q = ld = 0), and the header, which names the inputs
+/// and the response, still gives the input dimension. So a rejected file is read once more,
+/// to tell a header-only file from one that is really at fault.
+fn read_observations(path: &Path) -> std::result::Result<Table, String> {
+    let error = match table::read(path) {
+        Ok(table) => return Ok(table),
+        Err(error) => error,
+    };
+    match header_only(path)? {
+        Some(columns) => Ok(Table {
+            columns,
+            values: Vec::new(),
+            lines: Vec::new(),
+        }),
+        None => Err(error),
+    }
+}
+
+/// The number of columns of `path` if it is a regular file with a header row and no other
+/// row, `None` otherwise (a pipe, which cannot be read a second time, or a file with rows).
+///
+/// # Errors
+/// With no observations the header is the only source of the input dimension, so a file
+/// without one (empty or blank), an unnamed column (a stray comma shifts the dimension) and a
+/// lone row of numbers (an observation whose header was left out) are errors, not t = 0.
+fn header_only(path: &Path) -> std::result::Result<Option<usize>, String> {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Ok(None);
+    }
+    // The reader settings of `table::read`, so that the columns are counted alike.
+    let Ok(mut reader) = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .from_path(path)
+    else {
+        return Ok(None);
+    };
+    let Ok(header) = reader.headers().cloned() else {
+        return Ok(None);
+    };
+    if reader.records().next().is_some() {
+        return Ok(None);
+    }
+    let name = path.display();
+    if header.iter().all(str::is_empty) {
+        return Err(format!(
+            "{name}: no header row: even with no observations the file needs one naming the \
+             columns (the inputs, then the response)"
+        ));
+    }
+    if let Some(column) = header.iter().position(str::is_empty) {
+        return Err(format!(
+            "{name}:1: column {} of the header has no name",
+            column + 1
+        ));
+    }
+    if header.iter().all(|cell| cell.parse::<f64>().is_ok()) {
+        return Err(format!(
+            "{name}:1: `{}` is a row of numbers, not a header: the file needs a header row \
+             naming the columns (the inputs, then the response) before the observations",
+            header.iter().collect::<Vec<_>>().join(",")
+        ));
+    }
+    Ok(Some(header.len()))
+}
+
 /// Runs the command, writing `mean,lcb,ucb` rows to stdout.
 ///
 /// # Errors
@@ -104,7 +177,7 @@ fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn Confidenc
 pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
     let kernel = kernel(args)?;
     let mut bound = bound(args, kernel).map_err(|e| e.to_string())?;
-    let data = table::read(&args.data)?;
+    let data = read_observations(&args.data)?;
     let query = table::read(&args.query)?;
     let (data_name, query_name) = (args.data.display(), args.query.display());
     if data.columns < 2 {
