@@ -19,10 +19,12 @@
 //! p_i²/λ_i is noise there. Let θ ≥ θ₀ bound them all (θ = max(θ₀, max_N |λ_i|)). Two
 //! evaluations are used, each an upper bound on the primal maximum:
 //!
-//! - For a ≥ 10⁶·θ, the sums above run over the whole spectrum (λ_N raised to 0 where rounding
-//!   made them negative), with ρ_a² = ρ_0² + a Σ_R p²/(λ(λ + a)) − Σ_N p²/(λ + a). This is the
-//!   dual at a of the computed decomposition itself, and θ/a ≤ 10⁻⁶ bounds the relative effect
-//!   of the dropped eigenvalues' uncertainty on (K + aI)⁻¹.
+//! - For a ≥ 10⁶·max(θ, θ₀), the sums run over the whole spectrum (λ_N raised to 0 where
+//!   rounding made them negative), with ρ_a² = k(x, x) − Σ p²/(λ + a) formed directly, so that
+//!   no 1/λ enters (an eigenvalue just above θ₀ has an inaccurate p²/λ), plus 4(t + 1)·ε·k(x, x)
+//!   for the subtraction's rounding. This is the dual at a
+//!   of the computed decomposition itself, and θ/a ≤ 10⁻⁶ bounds the relative effect of the
+//!   small eigenvalues' uncertainty on (K + aI)⁻¹.
 //! - For smaller a, and for the limit a → 0, N is dropped and the radius is enlarged:
 //!   R_t → R_t + B√θ. *Proof that this is still an upper bound.* Write f = Σ cᵢeᵢ + f_⊥ with
 //!   eᵢ = Φᵀuᵢ/√λᵢ the orthonormal directions of the data span (Φ the data's feature map), so that
@@ -156,6 +158,8 @@ struct Spectrum {
     /// θ: 0 if no eigenvalue was dropped, else the larger of the threshold t·ε·λ_max and the
     /// largest |λ| dropped. Every dropped eigenvalue is at most θ.
     dropped: f64,
+    /// θ₀ = t·ε·λ_max, the rounding level of the eigenvalues.
+    threshold: f64,
 }
 
 /// The largest |ln a| a trial regulariser takes: e^±600 and their products with the spectrum
@@ -285,6 +289,7 @@ impl Spectrum {
             null_targets: rotated[..first].to_vec(),
             null_energy: rotated[..first].iter().map(|b| b * b).sum(),
             dropped,
+            threshold,
             first,
             updates,
             eigen,
@@ -309,10 +314,10 @@ impl Spectrum {
         out
     }
 
-    /// The smallest a at which the dual objective uses the whole spectrum (0 when nothing was
-    /// dropped).
+    /// The smallest a at which the dual objective is evaluated over the whole spectrum without
+    /// any 1/λ: 10⁶ times the larger of θ₀ and θ.
     fn full_from(&self) -> f64 {
-        FULL_SPECTRUM_FROM * self.dropped
+        FULL_SPECTRUM_FROM * self.dropped.max(self.threshold)
     }
 }
 
@@ -365,6 +370,8 @@ struct Objective<'a> {
     pb: Vec<f64>,
     /// p²/λ per eigenvalue of the range.
     w: Vec<f64>,
+    /// p² per eigenvalue of the range.
+    pp: Vec<f64>,
     /// p b per eigenvalue of the numerical null space.
     null_pb: Vec<f64>,
     /// p² per eigenvalue of the numerical null space.
@@ -447,11 +454,13 @@ impl<'a> Objective<'a> {
             .map(|(p, l)| p * p / l)
             .collect();
         let explained: f64 = w.iter().sum();
+        let pp: Vec<f64> = p_range.iter().map(|p| p * p).collect();
         let slack = (norm_sq * spectrum.dropped).sqrt();
         Self {
             spectrum,
             pb,
             w,
+            pp,
             null_pb: p_null
                 .iter()
                 .zip(&spectrum.null_targets)
@@ -467,10 +476,39 @@ impl<'a> Objective<'a> {
         }
     }
 
-    /// At a > 0: (μ_a, ρ_a²/a, a q_a) — over the whole spectrum when a is at least
-    /// [`Spectrum::full_from`], else over the range with y's null-space energy as a constant.
+    /// At a > 0: (μ_a, ρ_a²/a, a q_a). From [`Spectrum::full_from`] on, over the whole
+    /// spectrum with ρ_a² = k(x, x) − Σ p²/(λ + a) + 4(t + 1)·ε·k(x, x) formed directly: no
+    /// 1/λ enters, so an eigenvalue just above the rounding level, whose p²/λ is inaccurate,
+    /// cannot distort it, and the last term covers the subtraction's rounding, so that ρ_a² is
+    /// never underestimated (it makes the bound looser by at most about 2(t + 1)·ε·k/a
+    /// relative, ≤ 2·10⁻⁶ at the smallest such a).
+    /// Below, over the range, with ρ_a² = ρ_0² + a Σ p²/(λ(λ + a)) (no cancellation as a → 0)
+    /// and y's null-space energy as a constant.
     fn sums(&self, a: f64) -> (f64, f64, f64) {
         let spectrum = self.spectrum;
+        if a >= spectrum.full_from() {
+            let range = pulp::Arch::new().dispatch(Sums {
+                values: &spectrum.values,
+                targets: &spectrum.targets,
+                pb: &self.pb,
+                w: &self.pp,
+                a,
+            });
+            let null = pulp::Arch::new().dispatch(Sums {
+                values: &spectrum.null_values,
+                targets: &spectrum.null_targets,
+                pb: &self.null_pb,
+                w: &self.null_pp,
+                a,
+            });
+            // The subtraction's rounding error, and that of p = Uᵀk_t(x), are at most about
+            // 2(t + 1)·ε·k(x, x) (every term is at most k(x, x) in sum); twice that is added so
+            // that ρ_a² is never underestimated (x on the data has ρ_a² ≈ a).
+            let t = spectrum.len as f64;
+            let rounding = 4.0 * (t + 1.0) * f64::EPSILON * self.prior;
+            let variance = (self.prior - range.1 - null.1).max(0.0) + rounding;
+            return (range.0 + null.0, variance / a, a * (range.2 + null.2));
+        }
         let (mu, s, q) = pulp::Arch::new().dispatch(Sums {
             values: &spectrum.values,
             targets: &spectrum.targets,
@@ -478,25 +516,12 @@ impl<'a> Objective<'a> {
             w: &self.w,
             a,
         });
-        let variance = self.rho0_sq / a + s;
-        if spectrum.first > 0 && a >= spectrum.full_from() {
-            let (mu_n, s_n, q_n) = pulp::Arch::new().dispatch(Sums {
-                values: &spectrum.null_values,
-                targets: &spectrum.null_targets,
-                pb: &self.null_pb,
-                w: &self.null_pp,
-                a,
-            });
-            // ρ_a² = ρ_0² + aΣ_range p²/(λ(λ + a)) − Σ_null p²/(λ + a).
-            (mu + mu_n, (variance - s_n / a).max(0.0), a * (q + q_n))
-        } else {
-            (mu, variance, a * q + spectrum.null_energy)
-        }
+        (mu, self.rho0_sq / a + s, a * q + spectrum.null_energy)
     }
 
     /// The squared radius this a is evaluated with: R_t², or (R_t + B√θ)² on the range only.
     fn radius_sq_at(&self, a: f64) -> f64 {
-        if self.spectrum.first > 0 && a < self.spectrum.full_from() {
+        if a < self.spectrum.full_from() {
             self.slack_radius_sq
         } else {
             self.radius_sq
@@ -845,7 +870,7 @@ impl<K: Kernel> Cmm<K> {
         };
         let h = |a: f64| {
             let range = explained(&spectrum.values, &spectrum.targets, a);
-            if spectrum.first > 0 && a < spectrum.full_from() {
+            if a < spectrum.full_from() {
                 slack_radius_sq + a * norm_sq - range - spectrum.null_energy
             } else {
                 let null = explained(&spectrum.null_values, &spectrum.null_targets, a);
@@ -1190,6 +1215,7 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K>
                     && s.null_values.len() == s.first
                     && s.null_targets.len() == s.first
                     && s.dropped >= 0.0
+                    && s.threshold >= 0.0
                     && s.updates <= REFRESH_EVERY,
                 || format!("a decomposition of {n} observations out of {t}"),
             )?;

@@ -1,0 +1,4 @@
+//! Code shared by several integration tests (`mod common;` in the test file).
+
+pub mod socp;
+pub mod structured;
