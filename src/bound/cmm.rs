@@ -145,14 +145,11 @@ struct Spectrum {
     first: usize,
     /// Bordered updates since the last full decomposition.
     updates: usize,
-    /// The eigenvalues above the rounding threshold, ascending.
+    /// Every eigenvalue, ascending, raised to 0 where rounding made it negative: the numerical
+    /// null space N is `values[..first]`, the range `values[first..]`.
     values: Vec<f64>,
-    /// b = Uᵀy on the range.
+    /// b = Uᵀy, in the same order.
     targets: Vec<f64>,
-    /// The eigenvalues at or below the threshold, raised to 0 where rounding made them negative.
-    null_values: Vec<f64>,
-    /// b = Uᵀy on the numerical null space.
-    null_targets: Vec<f64>,
     /// ‖b_N‖²: the energy of y in the numerical null space.
     null_energy: f64,
     /// θ: 0 if no eigenvalue was dropped, else the larger of the threshold t·ε·λ_max and the
@@ -226,7 +223,10 @@ impl Spectrum {
                     .map(|i| kernel.eval(posterior.input(i), x))
                     .collect();
                 let eigen = p.eigen.bordered(&k, kernel.eval_diag(x));
-                let check = eigen.check(|v| kernel_times(posterior, v), 0x9e37_79b9 ^ t as u64);
+                let check = eigen.check(
+                    |v| posterior.factor(0).kernel_times(v),
+                    0x9e37_79b9 ^ t as u64,
+                );
                 health.checks += 1;
                 health.largest_residual = health.largest_residual.max(check.residual);
                 health.largest_orthogonality_defect =
@@ -283,11 +283,9 @@ impl Spectrum {
         }
         Ok(Self {
             len: t,
-            values: values[first..].to_vec(),
-            targets: rotated[first..].to_vec(),
-            null_values: values[..first].iter().map(|v| v.max(0.0)).collect(),
-            null_targets: rotated[..first].to_vec(),
+            values: values.iter().map(|v| v.max(0.0)).collect(),
             null_energy: rotated[..first].iter().map(|b| b * b).sum(),
+            targets: rotated,
             dropped,
             threshold,
             first,
@@ -314,31 +312,16 @@ impl Spectrum {
         out
     }
 
+    /// The eigenvalues and b on the range.
+    fn range(&self) -> (&[f64], &[f64]) {
+        (&self.values[self.first..], &self.targets[self.first..])
+    }
+
     /// The smallest a at which the dual objective is evaluated over the whole spectrum without
     /// any 1/λ: 10⁶ times the larger of θ₀ and θ.
     fn full_from(&self) -> f64 {
         FULL_SPECTRUM_FROM * self.dropped.max(self.threshold)
     }
-}
-
-/// K_t·v through the Cholesky factor of K_t + a0·I that the posterior keeps: L(Lᵀv) − a0·v,
-/// O(t²) without a kernel evaluation.
-fn kernel_times<K: Kernel>(posterior: &ExactPosterior<K>, v: &[f64]) -> Vec<f64> {
-    let factor = posterior.factor(0);
-    let t = v.len();
-    let mut u = vec![0.0; t];
-    for (i, &vi) in v.iter().enumerate() {
-        for (uj, l) in u.iter_mut().zip(factor.row(i)) {
-            *uj += l * vi;
-        }
-    }
-    let a0 = factor.regulariser();
-    (0..t)
-        .map(|i| {
-            let row = factor.row(i);
-            row.iter().zip(&u).map(|(l, u)| l * u).sum::<f64>() - a0 * v[i]
-        })
-        .collect()
 }
 
 /// What the dual objective needs of a batch of query points.
@@ -366,16 +349,12 @@ enum Optimum {
 /// The dual objective at one point, for one side.
 struct Objective<'a> {
     spectrum: &'a Spectrum,
-    /// p b per eigenvalue of the range.
+    /// p b per eigenvalue (the whole spectrum, in `Spectrum`'s order).
     pb: Vec<f64>,
+    /// p² per eigenvalue.
+    pp: Vec<f64>,
     /// p²/λ per eigenvalue of the range.
     w: Vec<f64>,
-    /// p² per eigenvalue of the range.
-    pp: Vec<f64>,
-    /// p b per eigenvalue of the numerical null space.
-    null_pb: Vec<f64>,
-    /// p² per eigenvalue of the numerical null space.
-    null_pp: Vec<f64>,
     /// ρ_0² on the range, k(x, x) − Σ p²/λ, clamped at 0.
     rho0_sq: f64,
     /// k(x, x).
@@ -442,31 +421,25 @@ impl pulp::WithSimd for Sums<'_> {
 impl<'a> Objective<'a> {
     /// `p` = Uᵀk_t(x) over the whole spectrum (null space first).
     fn new(spectrum: &'a Spectrum, p: &[f64], prior: f64, radius_sq: f64, norm_sq: f64) -> Self {
-        let (p_null, p_range) = p.split_at(spectrum.first);
-        let pb: Vec<f64> = p_range
+        let pb: Vec<f64> = p
             .iter()
             .zip(&spectrum.targets)
             .map(|(p, b)| p * b)
             .collect();
-        let w: Vec<f64> = p_range
+        let pp: Vec<f64> = p.iter().map(|p| p * p).collect();
+        let (range_values, _) = spectrum.range();
+        let w: Vec<f64> = pp[spectrum.first..]
             .iter()
-            .zip(&spectrum.values)
-            .map(|(p, l)| p * p / l)
+            .zip(range_values)
+            .map(|(pp, l)| pp / l)
             .collect();
         let explained: f64 = w.iter().sum();
-        let pp: Vec<f64> = p_range.iter().map(|p| p * p).collect();
         let slack = (norm_sq * spectrum.dropped).sqrt();
         Self {
             spectrum,
             pb,
-            w,
             pp,
-            null_pb: p_null
-                .iter()
-                .zip(&spectrum.null_targets)
-                .map(|(p, b)| p * b)
-                .collect(),
-            null_pp: p_null.iter().map(|p| p * p).collect(),
+            w,
             rho0_sq: (prior - explained).max(0.0),
             prior,
             radius_sq,
@@ -487,18 +460,11 @@ impl<'a> Objective<'a> {
     fn sums(&self, a: f64) -> (f64, f64, f64) {
         let spectrum = self.spectrum;
         if a >= spectrum.full_from() {
-            let range = pulp::Arch::new().dispatch(Sums {
+            let (mu, s, q) = pulp::Arch::new().dispatch(Sums {
                 values: &spectrum.values,
                 targets: &spectrum.targets,
                 pb: &self.pb,
                 w: &self.pp,
-                a,
-            });
-            let null = pulp::Arch::new().dispatch(Sums {
-                values: &spectrum.null_values,
-                targets: &spectrum.null_targets,
-                pb: &self.null_pb,
-                w: &self.null_pp,
                 a,
             });
             // The subtraction's rounding error, and that of p = Uᵀk_t(x), are at most about
@@ -506,13 +472,14 @@ impl<'a> Objective<'a> {
             // that ρ_a² is never underestimated (x on the data has ρ_a² ≈ a).
             let t = spectrum.len as f64;
             let rounding = 4.0 * (t + 1.0) * f64::EPSILON * self.prior;
-            let variance = (self.prior - range.1 - null.1).max(0.0) + rounding;
-            return (range.0 + null.0, variance / a, a * (range.2 + null.2));
+            let variance = (self.prior - s).max(0.0) + rounding;
+            return (mu, variance / a, a * q);
         }
+        let (values, targets) = spectrum.range();
         let (mu, s, q) = pulp::Arch::new().dispatch(Sums {
-            values: &spectrum.values,
-            targets: &spectrum.targets,
-            pb: &self.pb,
+            values,
+            targets,
+            pb: &self.pb[spectrum.first..],
             w: &self.w,
             a,
         });
@@ -566,8 +533,9 @@ impl<'a> Objective<'a> {
         if self.rho0_sq > 0.0 {
             return None;
         }
-        let values = &self.spectrum.values;
-        let mu: f64 = self.pb.iter().zip(values).map(|(pb, l)| pb / l).sum();
+        let (values, _) = self.spectrum.range();
+        let pb = &self.pb[self.spectrum.first..];
+        let mu: f64 = pb.iter().zip(values).map(|(pb, l)| pb / l).sum();
         let s: f64 = self.w.iter().zip(values).map(|(w, l)| w / l).sum();
         let radius = self.slack_radius_sq - self.spectrum.null_energy;
         let spread = if radius > 0.0 {
@@ -869,12 +837,11 @@ impl<K: Kernel> Cmm<K> {
                 .sum()
         };
         let h = |a: f64| {
-            let range = explained(&spectrum.values, &spectrum.targets, a);
             if a < spectrum.full_from() {
-                slack_radius_sq + a * norm_sq - range - spectrum.null_energy
+                let (values, targets) = spectrum.range();
+                slack_radius_sq + a * norm_sq - explained(values, targets, a) - spectrum.null_energy
             } else {
-                let null = explained(&spectrum.null_values, &spectrum.null_targets, a);
-                radius_sq + a * norm_sq - range - null
+                radius_sq + a * norm_sq - explained(&spectrum.values, &spectrum.targets, a)
             }
         };
         let scale = spectrum.values.last().copied().unwrap_or(0.0).max(a0);
@@ -1001,7 +968,7 @@ impl<K: Kernel> Cmm<K> {
             Optimum::Infinity => (f64::INFINITY, 1e12 * a0),
         };
         // The line f = μ_a + s·g, g = k_a(·, x), in the eigenbasis (see the module docs).
-        let (values, targets) = (&spectrum.values, &spectrum.targets);
+        let (values, targets) = spectrum.range();
         let p = &p[spectrum.first..];
         let mut sums = [0.0; 7];
         for i in 0..values.len() {
@@ -1210,10 +1177,8 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K>
                     && s.eigen.values.len() == n
                     && (s.eigen.vectors.nrows(), s.eigen.vectors.ncols()) == (n, n)
                     && s.first <= n
-                    && s.values.len() == n - s.first
-                    && s.targets.len() == n - s.first
-                    && s.null_values.len() == s.first
-                    && s.null_targets.len() == s.first
+                    && s.values.len() == n
+                    && s.targets.len() == n
                     && s.dropped >= 0.0
                     && s.threshold >= 0.0
                     && s.updates <= REFRESH_EVERY,
@@ -1222,8 +1187,6 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K>
             ensure_finite(&s.eigen.values, "eigenvalues")?;
             ensure_finite(&s.values, "eigenvalues")?;
             ensure_finite(&s.targets, "rotated targets")?;
-            ensure_finite(&s.null_values, "eigenvalues")?;
-            ensure_finite(&s.null_targets, "rotated targets")?;
             ensure(s.dropped.is_finite(), || {
                 "non-finite dropped eigenvalue".into()
             })?;

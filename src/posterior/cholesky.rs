@@ -1,4 +1,5 @@
-//! A Cholesky factor of K_t + aI that grows by one row per observation (SPEC §0).
+//! A Cholesky factor of K_t + aI that grows by one row per observation (Flynn & Reeb 2024
+//! App. E.2).
 
 use faer::linalg::matmul::matmul;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
@@ -123,6 +124,24 @@ impl CholeskyFactor {
         let (block, r) = (i / BLOCK_ROWS, i % BLOCK_ROWS);
         let width = block_width(block);
         &self.blocks[block][r * width..r * width + i + 1]
+    }
+
+    /// K_t·v = L(Lᵀv) − a·v, in O(t²) without a kernel evaluation (CMM-UCB's check of its
+    /// eigendecomposition).
+    pub(crate) fn kernel_times(&self, v: &[f64]) -> Vec<f64> {
+        debug_assert_eq!(v.len(), self.len);
+        let mut u = vec![0.0; self.len];
+        for (i, &vi) in v.iter().enumerate() {
+            for (uj, l) in u.iter_mut().zip(self.row(i)) {
+                *uj += l * vi;
+            }
+        }
+        (0..self.len)
+            .map(|i| {
+                let lu: f64 = self.row(i).iter().zip(&u).map(|(l, u)| l * u).sum();
+                lu - self.regulariser() * v[i]
+            })
+            .collect()
     }
 
     /// Forward substitution v = L⁻¹b for one right-hand side, in place.
