@@ -1,5 +1,5 @@
 //! `kbandit bounds` run as a process: its output against bounds computed here from a dense
-//! nalgebra Cholesky and the formulas of SPEC §2, and every error path (one line on stderr
+//! nalgebra Cholesky and the formulas of Flynn & Reeb (2024), and every error path (one line on stderr
 //! naming the file and line, exit status 2).
 #![cfg(feature = "cli")]
 
@@ -106,24 +106,7 @@ fn amm_and_ay_match_the_formulas_by_hand() {
     ];
     let queries = [[0.1, 0.2], [0.5, 0.5], [1.0, 0.0]];
     for (bound, ay) in [("amm", false), ("ay", true)] {
-        let out = bounds(
-            &data,
-            &query,
-            "rbf",
-            bound,
-            &[
-                "--lengthscale",
-                "0.4",
-                "--sigma",
-                "0.2",
-                "--norm-bound",
-                "3",
-                "--delta",
-                "0.05",
-                "--scale",
-                "2",
-            ],
-        );
+        let out = bounds(&data, &query, "rbf", bound, &PRIOR_ARGS);
         assert!(
             out.status.success(),
             "{}",
@@ -270,7 +253,8 @@ fn cmm_nests_inside_dmm_and_amm() {
     }
 }
 
-/// Header-only observations (t = 0) at σ = 0.2, B = 3, δ = 0.05, c = 2.
+/// The parameters of these tests: ℓ = 0.4, σ = 0.2, B = 3, δ = 0.05, c = 2 (`PRIOR` gives
+/// σ, B, δ, c to the closed forms of the header-only tests).
 const PRIOR: (f64, f64, f64, f64) = (0.2, 3.0, 0.05, 2.0);
 const PRIOR_ARGS: [&str; 10] = [
     "--lengthscale",
@@ -286,7 +270,7 @@ const PRIOR_ARGS: [&str; 10] = [
 ];
 
 /// The UCB with no data at a point of prior variance k(x, x), for each bound: with μ = 0,
-/// ρ_a² = k(x, x), q_a = 0 and ld_a = 0 (SPEC §0), every formula of SPEC §2 reduces to a
+/// ρ_a² = k(x, x), q_a = 0 and ld_a = 0, every formula of Flynn & Reeb (2024) §4 reduces to a
 /// constant times √k(x, x), and the LCB is its negative.
 fn prior_ucb(bound: &str, prior_variance: f64, (sigma, b, delta, c): (f64, f64, f64, f64)) -> f64 {
     let log_inv_delta = (1.0 / delta).ln();
