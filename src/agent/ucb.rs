@@ -55,8 +55,8 @@ pub enum Misspecification {
     Refuse,
 }
 
-/// Kernel UCB (paper 001 Alg. 1, SPEC §3): plays the arm with the largest upper confidence
-/// bound under `B`; ties go to the lowest index.
+/// Kernel UCB (Flynn & Reeb 2024 Alg. 1, §5.2): plays the arm with the largest upper
+/// confidence bound under `B`; ties go to the lowest index.
 ///
 /// When the same arms are offered round after round, the agent keeps their solved kernel
 /// columns in the bound (see [`ArmSetPolicy`]), which makes a round O(A·t) instead of

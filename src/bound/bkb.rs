@@ -7,14 +7,14 @@ use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::SketchedPosterior;
 
-/// BKB (paper 002 Alg. 1, SPEC §4): the Nyström-sketched UCB ũ(x) = μ̃(x) + β̃σ̃(x), with a
-/// dictionary resampled after every update from the arms played so far.
+/// BKB (Calandriello et al. 2019 Alg. 1, Eq. 4): the Nyström-sketched UCB ũ(x) = μ̃(x) + β̃σ̃(x),
+/// with a dictionary resampled after every update from the arms played so far.
 ///
 /// After each observation the dictionary is redrawn: Alg. 1 draws every *pull* independently
 /// with probability p = min(1, q̄σ̃²(xᵢ)); with arms stored as counts, a distinct arm pulled cᵢ
 /// times joins with the probability that at least one of its pulls is drawn, 1 − (1 − p)^{cᵢ}
-/// (one draw per distinct arm, the same distribution of dictionaries; SPEC §4's "each distinct
-/// arm with probability p" would undersample the arms played most). The first dictionary is
+/// (one draw per distinct arm, the same distribution of dictionaries; drawing each distinct
+/// arm with probability p would undersample the arms played most). The first dictionary is
 /// {x₁} (Alg. 1 line 2). The variances are the DTC variances under the current dictionary
 /// with the new observation included (the paper uses those computed before it, which ignore
 /// the last arm).

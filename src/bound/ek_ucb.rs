@@ -10,7 +10,7 @@ use crate::posterior::SketchedPosterior;
 use faer::Mat;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 
-/// EK-UCB (paper 003 Alg. 2, Prop. 4.2, SPEC §5): the sketched UCB μ̃(x) + β̃σ̃(x) over a
+/// EK-UCB (Zenati et al. 2022 Alg. 2, Prop. 4.2): the sketched UCB μ̃(x) + β̃σ̃(x) over a
 /// dictionary that only grows, by Kernel Online Row Sampling (KORS, 003 App. E.3).
 ///
 /// Each observation s is first offered to KORS: with S = diag(1/√p̃) over the anchors (p̃ the

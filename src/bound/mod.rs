@@ -1,4 +1,4 @@
-//! Confidence bounds for sequential kernel regression (paper 001, SPEC §2).
+//! Confidence bounds for sequential kernel regression (Flynn & Reeb 2024 §4–§5).
 //!
 //! | bound | type | reference | width factor on ρ(x) |
 //! |---|---|---|---|
@@ -8,8 +8,8 @@
 //! | DMM-UCB | [`Dmm`] | 001 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
 //! | CMM-UCB | [`Cmm`] | 001 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
 //! | K-UCB | [`KUcb`] | 002/003 baseline | fixed β on σ = ρ_λ/√λ |
-//! | BKB | [`Bkb`] | 002 Alg. 1, Thm 2 (SPEC §4) | β̃ on the sketched σ̃, dictionary resampled each step |
-//! | EK-UCB | [`EkUcb`] | 003 Alg. 2, Prop. 4.2, Lemma 4.1 (SPEC §5) | β̃ on σ̃, dictionary grown by KORS |
+//! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step |
+//! | EK-UCB | [`EkUcb`] | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 | β̃ on σ̃, dictionary grown by KORS |
 //!
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
 //! of points, the mean, the lower and the upper confidence bound.

@@ -3,8 +3,8 @@
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
 
-/// Parameters of the confidence bounds of paper 001 (SPEC §2), set with infallible chained
-/// setters and validated when a bound is constructed.
+/// Parameters of the confidence bounds of Flynn & Reeb 2024 (§2, §4.1), set with infallible
+/// chained setters and validated when a bound is constructed.
 ///
 /// | Name | Default | Range | Meaning |
 /// |---|---|---|---|

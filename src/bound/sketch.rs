@@ -12,7 +12,7 @@ use crate::posterior::SketchedBatch;
 ///
 /// | Name | Default | Range | Meaning |
 /// |---|---|---|---|
-/// | `lambda` (λ) | 1 | (0, ∞) | ridge regulariser; σ̃² carries a 1/λ (SPEC §4–§5) |
+/// | `lambda` (λ) | 1 | (0, ∞) | ridge regulariser; σ̃² carries a 1/λ (Calandriello et al. 2019 Eq. 4; Zenati et al. 2022 Prop. 4.2) |
 /// | `beta` (β̃) | theory | (0, ∞) | fixed exploration width: UCB = μ̃ + β̃σ̃ (papers' practice) |
 /// | `sigma` (σ, paper 002's ξ) | — | (0, ∞) | noise scale; needed by the theoretical β̃ |
 /// | `norm_bound` (B, paper 002's F) | — | (0, ∞) | ‖f‖_H ≤ B; needed by the theoretical β̃ |

@@ -1,4 +1,4 @@
-//! The contextual bandits of paper 003 §5 and App. F.2 (SPEC §5): 'Bump', 'Chessboard' and
+//! The contextual bandits of Zenati et al. 2022 §5 and App. F.2: 'Bump', 'Chessboard' and
 //! 'Step diagonal'.
 //!
 //! Each round draws a fresh context x and offers the same fixed "anchor" actions; the agent
@@ -27,7 +27,7 @@ const ACTION_GRID: usize = 100;
 /// 0, 1, 2, ….
 const SETUP_STREAM: u64 = u64::MAX;
 
-/// Which reward function of paper 003 §5 / App. F.2 (SPEC §5). All three have actions in
+/// Which reward function of Zenati et al. 2022 §5 / App. F.2. All three have actions in
 /// [0, 1] (action dimension 1).
 ///
 /// | Variant | Name | Context | r(x, a) |
@@ -190,8 +190,8 @@ fn quarter(v: f64) -> Option<u8> {
     }
 }
 
-/// 'Chessboard' (SPEC §5; `Squares.sample_reward` in the authors' code), cells indexed by
-/// (context quarter, action quarter).
+/// 'Chessboard' (Zenati et al. 2022 App. F.2.2 and Fig. 6; `Squares.sample_reward` in the
+/// authors' code), cells indexed by (context quarter, action quarter).
 fn chessboard(x: f64, a: f64) -> f64 {
     match (quarter(x), quarter(a)) {
         (Some(1), Some(0 | 2)) | (Some(3), Some(2)) => 1.0,
@@ -200,7 +200,8 @@ fn chessboard(x: f64, a: f64) -> f64 {
     }
 }
 
-/// 'Step diagonal' (SPEC §5): two bands of half-width 0.1 (open) around x = a ± 0.15.
+/// 'Step diagonal' (Zenati et al. 2022 App. F.2.2; widths as in the authors' code): two bands
+/// of half-width 0.1 (open) around x = a ± 0.15.
 fn step_diagonal(x: f64, a: f64) -> f64 {
     if (x - (a + 0.15)).abs() < 0.1 {
         1.0
@@ -380,8 +381,9 @@ impl ContextualProblem {
         }
     }
 
-    /// The true mean reward r(x, a) (SPEC §5), for any finite context and action of the
-    /// environment's dimensions (not only anchors, and also outside [0, 1]).
+    /// The true mean reward r(x, a) (Zenati et al. 2022 §5 and App. F.2.2), for any finite
+    /// context and action of the environment's dimensions (not only anchors, and also outside
+    /// [0, 1]).
     ///
     /// # Errors
     /// [`Error::ZeroDimension`] / [`Error::DimensionMismatch`] if `context` or `action` has
@@ -456,7 +458,7 @@ mod tests {
 
     #[test]
     fn chessboard_cells_partition_the_square() {
-        // Row = context quarter, column = action quarter (SPEC §5).
+        // Row = context quarter, column = action quarter (Zenati et al. 2022 App. F.2.2, Fig. 6).
         let expected = [
             [0.0, 0.5, 0.0, 0.0],
             [1.0, 0.0, 1.0, 0.0],

@@ -1,5 +1,5 @@
 //! Non-stationary rewards on a fixed arm set: piecewise-constant or drifting functions
-//! (paper 004 §6, SPEC §6).
+//! (Iwazaki & Takeno 2025 §6).
 
 use std::fmt;
 use std::sync::Arc;
@@ -146,7 +146,7 @@ impl DriftingProblem {
         Self::with(arms, Rewards::Drifting(Arc::new(reward)), noise_sd, seed)
     }
 
-    /// Paper 004 §6 (SPEC §6): the 30 × 30 grid on [0, 1]², three functions
+    /// Iwazaki & Takeno 2025 §6: the 30 × 30 grid on [0, 1]², three functions
     /// f⁽ᵏ⁾ = Σ_{i=1}^{10} αᵢ k(·, x̄ᵢ) with αᵢ ~ U[−1, 1] and x̄ᵢ ~ U[0, 1]² drawn independently
     /// from `seed`, switching at ⌊T/5⌋ and ⌊2T/5⌋; noise N(0, σ²) (the paper does not state
     /// it; 0.1 is the crate's default).

@@ -1,4 +1,4 @@
-//! The synthetic RKHS kernel bandit of paper 001 §7 (SPEC §7).
+//! The synthetic RKHS kernel bandit of Flynn & Reeb 2024 §7.
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};

@@ -3,7 +3,7 @@
 use super::Kernel;
 use crate::error::{Result, non_negative};
 
-/// Linear kernel k(x, x′) = xᵀx′ + b with bias b ≥ 0 (SPEC §1).
+/// Linear kernel k(x, x′) = xᵀx′ + b with bias b ≥ 0 (Rasmussen & Williams 2006 §4.2.2).
 ///
 /// Its RKHS holds the affine functions; k(x, x) is not bounded by 1, so scale the inputs if the
 /// theory's κ = 1 matters to you.

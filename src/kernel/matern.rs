@@ -16,7 +16,8 @@ enum Smoothness {
     FiveHalves,
 }
 
-/// Matérn kernel with smoothness ν ∈ {1/2, 3/2, 5/2} and length-scale ℓ (SPEC §1), k(x, x) = 1.
+/// Matérn kernel with smoothness ν ∈ {1/2, 3/2, 5/2} and length-scale ℓ (Rasmussen & Williams
+/// 2006 §4.2.1), k(x, x) = 1.
 ///
 /// With r = ‖x − x′‖:
 /// - ν = 1/2: exp(−r/ℓ)

@@ -1,4 +1,4 @@
-//! Positive-definite kernels (SPEC §1).
+//! Positive-definite kernels (Rasmussen & Williams 2006 §4.2).
 //!
 //! A [`Kernel`] has one required method, [`Kernel::eval`]; Gram matrices, cross-kernel
 //! matrices and diagonals are provided. Kernels are immutable values, `Send + Sync`, and can be

@@ -4,7 +4,8 @@ use super::radial::{exp_neg, map_in_place, scaled_sq_dists};
 use super::{Kernel, check_lengthscale, scaled_sq_dist};
 use crate::error::Result;
 
-/// Squared-exponential kernel k(x, x′) = exp(−‖x − x′‖² / (2ℓ²)) (SPEC §1), with k(x, x) = 1.
+/// Squared-exponential kernel k(x, x′) = exp(−‖x − x′‖² / (2ℓ²)) (Rasmussen & Williams 2006
+/// §4.2.1), with k(x, x) = 1.
 ///
 /// Use [`super::KernelExt::scaled`] for an output scale s² ≠ 1.
 ///

@@ -4,8 +4,8 @@ use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
 use crate::points::AsPoints;
 
-/// The GP posterior (noise λ, SPEC §0 with a = λ) of a fixed set of candidate points given a
-/// growing sequence of chosen candidates, kept for every candidate at once.
+/// The GP posterior (noise λ, Iwazaki & Takeno 2025 Eqs. 4–5) of a fixed set of candidate
+/// points given a growing sequence of chosen candidates, kept for every candidate at once.
 ///
 /// For the chosen points S = (s₁, …, s_n) with Cholesky factor L of K_SS + λI, every candidate
 /// c keeps its column w_c = L⁻¹k_S(c), so that σ²(c; S) = k(c, c) − ‖w_c‖². Choosing one more

@@ -1,4 +1,4 @@
-//! Non-stationary kernel bandits (paper 004, SPEC §6): rewards f_t that change over time.
+//! Non-stationary kernel bandits (Iwazaki & Takeno 2025 §2): rewards f_t that change over time.
 //!
 //! | agent | type | reference |
 //! |---|---|---|

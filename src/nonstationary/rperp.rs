@@ -125,7 +125,7 @@ pub struct Elimination {
     pub kept: usize,
 }
 
-/// R-PERP (paper 004 Alg. 1, SPEC §6) on a fixed finite arm set.
+/// R-PERP (Iwazaki & Takeno 2025 Alg. 1) on a fixed finite arm set.
 ///
 /// Rounds are cut into intervals of length H; each interval restarts from all arms and runs
 /// batches of sizes N_j = min(⌈√(T⁽ⁱ⁾N_{j−1})⌉, remaining), N₀ = 1 (line 5). A batch's points

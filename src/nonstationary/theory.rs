@@ -1,4 +1,4 @@
-//! The theory constants of the non-stationary agents (paper 004, SPEC §6).
+//! The theory constants of the non-stationary agents (Iwazaki & Takeno 2025, Thm 5 and §6).
 
 use super::GreedyVariance;
 use crate::error::{Error, Result};
@@ -23,7 +23,7 @@ fn check(horizon: usize, dim: usize, variation: f64) -> Result<(f64, f64)> {
     Ok((horizon as f64, dim as f64))
 }
 
-/// R-PERP's restart interval H of paper 004 Thm 5 (SPEC §6), clamped to [1, T]:
+/// R-PERP's restart interval H of Iwazaki & Takeno 2025 Thm 5, clamped to [1, T]:
 /// SE (`smoothness` = `None`): ⌈T^{2/3} V_T^{−2/3} ln^{(d+2)/3} T⌉;
 /// Matérn ν: ⌈(T/V_T)^{(2ν+d)/(3ν+d)} ln^{(4ν+d)/(6ν+2d)} T⌉.
 /// With V_T unknown, App. D uses the same formula with V_T = 1.

@@ -12,7 +12,7 @@ use crate::kernel::Kernel;
 use crate::points::{Points, check_point};
 
 /// Exact kernel-ridge / GP posterior after t observations, for one or more regularisers a > 0
-/// (SPEC §0):
+/// (Flynn & Reeb 2024 Eqs. 2–3; q_a and ld_a as in Eq. 8 and Lemma C.1):
 ///
 /// - μ_a(x) = k_t(x)ᵀ(K_t + aI)⁻¹y_t
 /// - ρ_a²(x) = k(x, x) − k_t(x)ᵀ(K_t + aI)⁻¹k_t(x)

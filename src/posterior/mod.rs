@@ -1,9 +1,9 @@
 //! Posteriors of kernel ridge regression / Gaussian processes.
 //!
-//! [`ExactPosterior`] keeps the exact posterior of SPEC §0 for several regularisers over one
-//! store of observations, each regulariser with a [`CholeskyFactor`] grown one row per
-//! observation. [`SketchedPosterior`] is the Nyström (DTC) approximation of papers 002 and 003
-//! that BKB and EK-UCB share: its cost per query does not grow with t.
+//! [`ExactPosterior`] keeps the exact posterior of Flynn & Reeb 2024 Eqs. 2–3 for several
+//! regularisers over one store of observations, each regulariser with a [`CholeskyFactor`]
+//! grown one row per observation. [`SketchedPosterior`] is the Nyström (DTC) approximation of
+//! papers 002 and 003 that BKB and EK-UCB share: its cost per query does not grow with t.
 
 mod cholesky;
 mod exact;

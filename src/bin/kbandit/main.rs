@@ -52,8 +52,8 @@ enum Command {
     },
 }
 
-/// The assumptions every bound rests on (SPEC §2): conditionally σ-sub-Gaussian noise,
-/// ‖f‖_H ≤ B, and the level δ.
+/// The assumptions every bound rests on (Flynn & Reeb 2024 §2): conditionally σ-sub-Gaussian
+/// noise, ‖f‖_H ≤ B, and the level δ.
 #[derive(Debug, Args)]
 pub struct Assumptions {
     /// σ: the noise is conditionally σ-sub-Gaussian.

@@ -1,10 +1,10 @@
 //! `kbandit reproduce bands`: paper 001 Figure 1, the confidence bands of every bound over
 //! [0, 1] for a function in the RKHS of a Matérn 3/2 kernel with ℓ = 0.5.
 //!
-//! The function is drawn as in SPEC §7 (d = 1): f = b Σᵢ wᵢ k(·, zᵢ) with 20 centres and
-//! ‖f‖_H = B exactly. The observations are at uniform random points with N(0, σ²) noise. The
-//! bounds use the paper's parameters for the given horizon: c = T^{−d/(2d+2ν)}, λ = σ²/c,
-//! η = 2/T, and the true σ and B.
+//! The function is drawn as in Flynn & Reeb 2024 §7 (d = 1): f = b Σᵢ wᵢ k(·, zᵢ) with 20
+//! centres and ‖f‖_H = B exactly. The observations are at uniform random points with N(0, σ²)
+//! noise. The bounds use the paper's parameters for the given horizon: c = T^{−d/(2d+2ν)},
+//! λ = σ²/c, η = 2/T, and the true σ and B.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! `kbandit reproduce contextual`: paper 003 §5 and App. F.2 (SPEC §5).
+//! `kbandit reproduce contextual`: Zenati et al. 2022 §5 and App. F.2.
 //!
 //! EK-UCB, BKB, exact K-UCB and a random agent on the 'Bump', 'Chessboard' and 'Step diagonal'
 //! environments, with the paper's practical settings: a Gaussian kernel with ℓ = 0.1 on the

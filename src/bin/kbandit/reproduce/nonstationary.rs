@@ -1,4 +1,4 @@
-//! `kbandit reproduce nonstationary`: paper 004 §6 and Figure 2 (SPEC §6).
+//! `kbandit reproduce nonstationary`: Iwazaki & Takeno 2025 §6 and Figure 2.
 //!
 //! The abrupt-change problem (30 × 30 grid on [0, 1]², three RKHS functions switching at T/5
 //! and 2T/5, N(0, ρ²) noise) with random, R-GP-UCB, SW-GP-UCB and R-PERP — with Eq. 8's width

@@ -1,4 +1,4 @@
-//! `kbandit reproduce table1`: paper 001 §7 and Table 1 (SPEC §7).
+//! `kbandit reproduce table1`: Flynn & Reeb 2024 §7 and Table 1.
 //!
 //! For every setting (kernel × length-scale) and repetition, one random RKHS function with
 //! ‖f‖_H = B and one sequence of arm sets and noise are drawn; every method plays that same
@@ -208,7 +208,8 @@ fn run_one(setting: Setting, method: Method, rep: usize, args: &Table1Args) -> R
 const RANDOM_AGENT_LABEL: u64 = 0x7261_6e64_6f6d; // "random"
 
 /// Plays `method` on the problem with `seed`, with the paper's parameters (σ = 0.1, B = 10,
-/// δ = 0.01, c from [`paper_scale`], λ = σ²/c, η = 2/T); returns the cumulative regret.
+/// δ = 0.01, c from [`kernel_bandits::bound::paper_scale`], λ = σ²/c, η = 2/T); returns the
+/// cumulative regret.
 fn play<K: Kernel + Clone + 'static>(
     kernel: K,
     method: Method,
