@@ -11,14 +11,15 @@
 //!   positive eigenvalue kept): never inside the optimum beyond the solver's tolerance, and
 //!   within 10⁻⁶ relative of it.
 //!
-//! The default run checks the quick family set; `--ignored` (release) runs the sweep over
+//! `CMM_CASE=<part of a name>` restricts a run to the matching cases. The default run checks
+//! the quick family set; `--ignored` (release) runs the sweep over
 //! every kernel and length-scale.
 
 mod common;
 
 use std::time::Instant;
 
-use common::socp::{radius_sq, socp_or_empty};
+use common::socp::{Primal, primal, radius_sq, socp_or_empty};
 use common::structured::{self, Case, Path, Size};
 use kernel_bandits::kernel::Kernel;
 use kernel_bandits::prelude::*;
@@ -38,6 +39,7 @@ struct Tally {
     worst_orthogonality: f64,
     solver: usize,
     empty: usize,
+    unsolved: usize,
     slack: usize,
     floor: usize,
     worst_solver: f64,
@@ -164,18 +166,36 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
             let y = DVector::from_vec(ys.clone());
             let radius = radius_sq(&gram, &y, p.sigma, p.scale, p.delta).sqrt();
             for (j, x) in visit.queries.iter().enumerate() {
-                let solve = |sign| socp_or_empty(&*kernel, &xs, &ys, x, radius, p.norm_bound, sign);
-                let (Some(upper), Some(lower)) = (solve(1.0), solve(-1.0)) else {
-                    // An empty confidence set (targets far beyond B): every value is valid,
-                    // and CMM's diagnostics must say so.
-                    tally.empty += 1;
-                    if !cmm.diagnostics().empty_set() {
-                        tally.fail(format!(
-                            "{}: the set is empty, diagnostics miss it",
-                            context(j)
-                        ));
+                let solve = |sign| primal(&*kernel, &xs, &ys, x, radius, p.norm_bound, sign);
+                let (upper, lower) = match (solve(1.0), solve(-1.0)) {
+                    (Primal::Optimum(upper), Primal::Optimum(lower)) => (upper, lower),
+                    (Primal::Unsolved(why), _) | (_, Primal::Unsolved(why)) => {
+                        // clarabel stopped short. Accepted only where the confidence set is
+                        // all but empty (CMM's exact smallest R̃_a² below 10⁻³·R_t²), where
+                        // an interior-point method has no interior to follow; counted.
+                        let thin = cmm
+                            .diagnostics()
+                            .smallest_radius
+                            .is_some_and(|(_, r)| r < 1e-3 * radius * radius);
+                        if thin {
+                            tally.unsolved += 1;
+                        } else {
+                            tally.fail(format!("{}: clarabel unsolved: {why}", context(j)));
+                        }
+                        continue;
                     }
-                    continue;
+                    _ => {
+                        // An empty confidence set (targets far beyond B): every value is
+                        // valid, and CMM's diagnostics must say so.
+                        tally.empty += 1;
+                        if !cmm.diagnostics().empty_set() {
+                            tally.fail(format!(
+                                "{}: the set is empty, diagnostics miss it",
+                                context(j)
+                            ));
+                        }
+                        continue;
+                    }
                 };
                 let scale = scale_of(&[upper, lower]);
                 let below = ((upper - got.ucb[j]).max(got.lcb[j] - lower) / scale).max(0.0);
@@ -247,12 +267,15 @@ fn run(cases: &[Case], solver_every: usize) -> Tally {
     let start = Instant::now();
     let mut tally = Tally::default();
     for case in cases {
+        if std::env::var("CMM_CASE").is_ok_and(|only| !case.name.contains(&only)) {
+            continue;
+        }
         check_case(case, solver_every, &mut tally);
     }
     eprintln!(
         "{} cases in {:.1} s: {} from-scratch comparisons (worst {:.1e}), {} spectra (worst \
          eigenvalue {:.1e}, reconstruction {:.1e}, orthogonality {:.1e}), {} clarabel \
-         comparisons (worst {:.1e}, worst inside the optimum {:.1e}), {} with an empty set, {} within \
+         comparisons (worst {:.1e}, worst inside the optimum {:.1e}), {} with an empty set, {} all but empty and unsolved by clarabel, {} within \
          the null-space slack only, {} within the rounding floor only, {} failed self-checks \
          (largest residual {:.1e})",
         cases.len(),
@@ -267,6 +290,7 @@ fn run(cases: &[Case], solver_every: usize) -> Tally {
         tally.worst_solver,
         tally.worst_below,
         tally.empty,
+        tally.unsolved,
         tally.slack,
         tally.floor,
         tally.failed_checks,

@@ -64,6 +64,34 @@ pub fn socp_or_empty(
     b: f64,
     sign: f64,
 ) -> Option<f64> {
+    match primal(kernel, xs, y, x, radius, b, sign) {
+        Primal::Optimum(v) => Some(v),
+        Primal::Empty => None,
+        Primal::Unsolved(why) => panic!("{why}"),
+    }
+}
+
+/// What clarabel says of the primal program.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Primal {
+    /// Solved to the tolerances: the optimum.
+    Optimum(f64),
+    /// The confidence set is empty (primal infeasible).
+    Empty,
+    /// Neither: clarabel stopped short (the message says how far).
+    Unsolved(String),
+}
+
+/// max (sign = 1) or min (sign = −1) of f(x) over the confidence set, as clarabel finds it.
+pub fn primal(
+    kernel: &(impl Kernel + ?Sized),
+    xs: &[Vec<f64>],
+    y: &[f64],
+    x: &[f64],
+    radius: f64,
+    b: f64,
+    sign: f64,
+) -> Primal {
     let t = xs.len();
     let mut all: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
     all.push(x);
@@ -143,9 +171,29 @@ pub fn socp_or_empty(
         .unwrap();
     let mut solver = DefaultSolver::new(&p, &q, &a, &rhs, &cones, settings).unwrap();
     solver.solve();
-    match solver.solution.status {
-        SolverStatus::Solved | SolverStatus::AlmostSolved => Some(-sign * solver.solution.obj_val),
-        SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => None,
-        status => panic!("clarabel: {status:?}"),
+    let solution = &solver.solution;
+    // Short of its 10⁻¹⁰ targets clarabel may stop for lack of progress; its last iterate is
+    // taken when the duality gap and both residuals are within 10⁻⁹ all the same.
+    let close = |v: f64| v.abs() <= 1e-9 * (1.0 + solution.obj_val.abs());
+    match solution.status {
+        SolverStatus::Solved | SolverStatus::AlmostSolved => {
+            Primal::Optimum(-sign * solution.obj_val)
+        }
+        SolverStatus::PrimalInfeasible | SolverStatus::AlmostPrimalInfeasible => Primal::Empty,
+        SolverStatus::InsufficientProgress
+            if close(solution.obj_val - solution.obj_val_dual)
+                && close(solution.r_prim)
+                && close(solution.r_dual) =>
+        {
+            Primal::Optimum(-sign * solution.obj_val)
+        }
+        status => Primal::Unsolved(format!(
+            "clarabel: {status:?} (t = {t}, radius {radius:e}, B = {b}, |y| ≤ {:e}; gap {:e}, \
+             residuals {:e}, {:e})",
+            y.iter().fold(0.0_f64, |m, v| m.max(v.abs())),
+            solution.obj_val - solution.obj_val_dual,
+            solution.r_prim,
+            solution.r_dual
+        )),
     }
 }
