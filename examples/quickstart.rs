@@ -9,6 +9,7 @@
 
 use std::time::Instant;
 
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 
 fn main() -> Result<()> {

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};

@@ -35,6 +35,17 @@ pub enum Error {
         /// The dimension that was given.
         got: usize,
     },
+    /// Two inputs that go together have different lengths (e.g. the targets of a batch of
+    /// observations and its points).
+    #[error("{what}: expected {expected}, got {got}")]
+    LengthMismatch {
+        /// What was counted, and against what (e.g. "targets, one per point").
+        what: &'static str,
+        /// The length the other input implies.
+        expected: usize,
+        /// The length that was given.
+        got: usize,
+    },
     /// A NaN or infinite value where a finite number is required.
     #[error("non-finite value in {what}")]
     NonFinite {
@@ -159,6 +170,22 @@ pub(crate) fn non_negative(name: &'static str, value: f64) -> Result<f64> {
             name,
             value,
             expected: "a finite number >= 0",
+        })
+    }
+}
+
+/// Checks that a batch of observations has one target per point.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] naming both counts.
+pub(crate) fn one_target_per_point(points: usize, targets: usize) -> Result<()> {
+    if targets == points {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch {
+            what: "targets, one per point",
+            expected: points,
+            got: targets,
         })
     }
 }

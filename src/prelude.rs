@@ -8,7 +8,7 @@ pub use crate::env::{
     BanditRound, ContextualConfig, ContextualEnv, ContextualProblem, Environment, SyntheticConfig,
     SyntheticProblem,
 };
-pub use crate::error::{Error, Result};
+pub use crate::error::Error;
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};
 pub use crate::points::{AsPoints, ContextualArms, Points};
 pub use crate::posterior::ExactPosterior;

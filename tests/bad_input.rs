@@ -288,10 +288,10 @@ impl BanditAgent for OffByOne {
     fn name(&self) -> String {
         "off-by-one".into()
     }
-    fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
+    fn select_from(&mut self, arms: &Points<'_>) -> kernel_bandits::Result<usize> {
         Ok(arms.len())
     }
-    fn update(&mut self, _x: &[f64], _y: f64) -> Result<()> {
+    fn update(&mut self, _x: &[f64], _y: f64) -> kernel_bandits::Result<()> {
         Ok(())
     }
 }

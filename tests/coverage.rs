@@ -46,6 +46,7 @@ use std::time::Instant;
 
 use kernel_bandits::bound::paper_scale;
 use kernel_bandits::parallel::sequential;
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 
 /// δ of every bound, and the largest violation rate the test accepts.

@@ -35,7 +35,7 @@ fn fixed_and_general_agree<B: ConfidenceBound + Clone>(bound: B, rounds: usize) 
     let arms = grid(80, 1);
     let mut fixed = UcbAgent::new(bound.clone()).with_arm_set(&arms).unwrap();
     let mut general = UcbAgent::new(bound).with_policy(ArmSetPolicy::Off);
-    assert_eq!(fixed.bound().fixed_arms(), Some(80));
+    assert_eq!(fixed.bound().fixed_arms().map(|set| set.arms), Some(80));
     let mut rng = ChaCha8Rng::seed_from_u64(2);
     for round in 0..rounds {
         let i = fixed.select(&arms).unwrap();
@@ -52,8 +52,8 @@ fn fixed_and_general_agree<B: ConfidenceBound + Clone>(bound: B, rounds: usize) 
         assert!(close(a.ucb[k], b.ucb[k], 1e-9), "{}", fixed.name());
         assert!(close(a.lcb[k], b.lcb[k], 1e-9), "{}", fixed.name());
     }
-    assert_eq!(fixed.bound().fixed_arms(), Some(80));
-    assert_eq!(general.bound().fixed_arms(), None);
+    assert_eq!(fixed.bound().fixed_arms().map(|set| set.arms), Some(80));
+    assert_eq!(general.bound().fixed_arms().map(|set| set.arms), None);
 }
 
 #[test]
@@ -69,7 +69,7 @@ fn every_exact_bound_chooses_as_on_the_general_path() {
     let boxed: Box<dyn ConfidenceBound> = Box::new(Amm::new(kernel, params()).unwrap());
     let arms = grid(10, 3);
     let agent = UcbAgent::new(boxed).with_arm_set(&arms).unwrap();
-    assert_eq!(agent.bound().fixed_arms(), Some(10));
+    assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), Some(10));
 }
 
 /// The kept columns after appends, truncations and sliding-window downdates, against a
@@ -134,13 +134,13 @@ fn detection_declares_a_repeated_set_and_releases_it() {
     let other = grid(30, 7);
     let i = agent.select(&arms).unwrap();
     agent.update(&arms[i], 0.3).unwrap();
-    assert_eq!(agent.bound().fixed_arms(), None, "seen once");
+    assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), None, "seen once");
     let i = agent.select(&arms).unwrap();
     agent.update(&arms[i], 0.1).unwrap();
-    assert_eq!(agent.bound().fixed_arms(), Some(30), "seen twice in a row");
+    assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), Some(30), "seen twice in a row");
     agent.select(&other).unwrap();
     assert_eq!(
-        agent.bound().fixed_arms(),
+        agent.bound().fixed_arms().map(|set| set.arms),
         None,
         "other arms release the set"
     );
@@ -153,7 +153,7 @@ fn detection_declares_a_repeated_set_and_releases_it() {
         let i = small.select(&arms).unwrap();
         small.update(&arms[i], 0.2).unwrap();
     }
-    assert_eq!(small.bound().fixed_arms(), None);
+    assert_eq!(small.bound().fixed_arms().map(|set| set.arms), None);
 }
 
 #[test]
@@ -223,7 +223,7 @@ fn bad_input_on_the_fast_path_is_rejected_and_changes_nothing() {
         Err(Error::DimensionMismatch { .. })
     ));
     assert_eq!(agent.bound().len(), 5);
-    assert_eq!(agent.bound().fixed_arms(), Some(20));
+    assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), Some(20));
     assert_eq!(agent.bound().bounds(&arms).unwrap(), before);
     // Declared before any observation: the set fixes the dimension of later updates.
     let mut gp = ExactPosterior::new(kernel, &[0.1]).unwrap();

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use kernel_bandits::nonstationary::{
     GreedyVariance, RPerp, RPerpParams, Restarting, SlidingWindow,
 };
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 use nalgebra::DMatrix;
 use proptest::prelude::*;
@@ -299,11 +300,10 @@ impl<B: ConfidenceBound + Clone + 'static> WithBound for SlidingWindow<B> {
 
 fn bound_bits<B: ConfidenceBound>(bound: &B, probes: &[Vec<f64>]) -> Snapshot {
     let meta = format!(
-        "len {} dim {:?} fixed {:?} bytes {}",
+        "len {} dim {:?} fixed {:?}",
         bound.len(),
         bound.dim(),
         bound.fixed_arms(),
-        bound.fixed_arms_bytes()
     );
     let bits = match bound.bounds(probes) {
         Ok(b) => Ok(b

@@ -1,6 +1,7 @@
 //! Regret on the synthetic problem of paper 001 §7 (SPEC §7): the UCB agents must learn.
 //! The reference is the uniformly random agent on the same f, arm sets and noise.
 
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 
 /// d = 3, RBF ℓ = 0.5, T = 300: DMM-UCB's cumulative regret is at least 10× below random's.

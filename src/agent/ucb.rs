@@ -118,7 +118,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     ///     let [a, b] = arms[i];
     ///     agent.update(&arms[i], (3.0 * a).sin() * b)?; // O(A·t)
     /// }
-    /// assert_eq!(agent.bound().fixed_arms(), Some(400));
+    /// assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), Some(400));
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn with_arm_set<A: AsPoints + ?Sized>(mut self, arms: &A) -> Result<Self> {
@@ -195,10 +195,12 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     /// `select` under [`ArmSetPolicy::Detect`]. A rejected call changes nothing: the arms are
     /// remembered only once they have been scored.
     fn select_detecting(&mut self, arms: &Points<'_>, memory_limit: usize) -> Result<usize> {
-        if self.bound.is_fixed(arms) {
+        let repeated = self.same_as_previous(arms);
+        if repeated && self.bound.fixed_arms().is_some() {
+            // The bound keeps these arms (it was given them when they repeated): fast path.
             return self.bound.argmax_ucb(arms);
         }
-        if self.same_as_previous(arms) {
+        if repeated {
             // Offered twice in a row: declare them (one O(A·t²) evaluation), then score them
             // on the fast path.
             let fixed = self.bound.fix_arms(arms, Some(memory_limit))?;

@@ -123,33 +123,11 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
     }
 
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        let batch = self.posterior.evaluate(points)?;
-        let m = batch.len();
-        let mut ucb = vec![f64::INFINITY; m];
-        let mut lcb = vec![f64::NEG_INFINITY; m];
-        for (r, width) in self.widths().into_iter().enumerate() {
-            let width = super::check_width(width)?;
-            let (mean, variance) = (batch.mean(r), batch.variance(r));
-            for j in 0..m {
-                let spread = width * variance[j].sqrt();
-                ucb[j] = ucb[j].min(mean[j] + spread);
-                lcb[j] = lcb[j].max(mean[j] - spread);
-            }
-        }
-        Ok(Bounds {
-            mean: batch.mean(self.mixture_index).to_vec(),
-            lcb,
-            ucb,
-        })
+        super::exact_evaluate(&self.posterior, &self.widths(), self.mixture_index, points)
     }
 
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        let widths = self
-            .widths()
-            .into_iter()
-            .map(super::check_width)
-            .collect::<Result<Vec<_>>>()?;
-        self.posterior.argmax_upper(points, &widths)
+        super::exact_argmax(&self.posterior, &self.widths(), points)
     }
 
     forward_posterior!();

@@ -247,7 +247,7 @@ impl<K: Kernel> EkUcb<K> {
 
 impl<K: Kernel> ConfidenceBound for EkUcb<K> {
     fn name(&self) -> &'static str {
-        "ek_ucb"
+        "ek-ucb"
     }
 
     /// Absorbs (x, y), offering x to KORS.

@@ -70,13 +70,11 @@ impl<K: Kernel> ConfidenceBound for Igp<K> {
     }
 
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        let batch = self.posterior.evaluate(points)?;
-        Bounds::symmetric(&batch, 0, self.width())
+        super::exact_evaluate(&self.posterior, &[self.width()], 0, points)
     }
 
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        let width = super::check_width(self.width())?;
-        self.posterior.argmax_upper(points, &[width])
+        super::exact_argmax(&self.posterior, &[self.width()], points)
     }
 
     forward_posterior!();

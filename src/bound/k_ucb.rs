@@ -55,16 +55,15 @@ impl<K: Kernel> KUcb<K> {
 
 impl<K: Kernel> ConfidenceBound for KUcb<K> {
     fn name(&self) -> &'static str {
-        "k_ucb"
+        "k-ucb"
     }
 
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        let batch = self.posterior.evaluate(points)?;
-        Bounds::symmetric(&batch, 0, self.width())
+        super::exact_evaluate(&self.posterior, &[self.width()], 0, points)
     }
 
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        self.posterior.argmax_upper(points, &[self.width()])
+        super::exact_argmax(&self.posterior, &[self.width()], points)
     }
 
     forward_posterior!();

@@ -24,6 +24,7 @@ mod eigen;
 mod ek_ucb;
 mod igp;
 mod k_ucb;
+mod kind;
 mod mixture;
 mod params;
 pub(crate) mod sketch;
@@ -37,12 +38,14 @@ pub use dmm::{DMM_GRID, Dmm};
 pub use ek_ucb::EkUcb;
 pub use igp::Igp;
 pub use k_ucb::KUcb;
+pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};
 pub use params::{BoundParams, CheckedParams, paper_scale};
 pub use sketch::SketchParams;
 
 use crate::error::{Error, Result};
 use crate::points::{AsPoints, Points};
-use crate::posterior::PosteriorBatch;
+use crate::kernel::Kernel;
+use crate::posterior::ExactPosterior;
 
 /// Means and confidence bounds at a batch of points, in the order of the points.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -78,21 +81,66 @@ impl Bounds {
             })
             .collect()
     }
+}
 
-    /// mean ∓ width · ρ at every point, for one regulariser of a posterior batch.
-    ///
-    /// # Errors
-    /// As [`check_width`].
-    pub(crate) fn symmetric(batch: &PosteriorBatch, r: usize, width: f64) -> Result<Self> {
+/// The fixed arm set a bound keeps (see [`ConfidenceBound::fix_arms`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArmSetInfo {
+    /// Number of arms.
+    pub arms: usize,
+    /// Bytes held for their per-arm state (solved kernel columns).
+    pub bytes: usize,
+}
+
+/// The `evaluate` of every exact bound: at each point, the UCB min_a (μ_a + w_a ρ_a) and the
+/// LCB max_a (μ_a − w_a ρ_a) over the regularisers a of `posterior` with widths `widths` (one
+/// for AY, IGP, AMM and K-UCB; DMM's grid), and the mean at the regulariser `mean_index`.
+///
+/// # Errors
+/// As [`ExactPosterior::evaluate`](crate::posterior::ExactPosterior::evaluate), and as
+/// [`check_width`] for any width.
+pub(crate) fn exact_evaluate<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    mean_index: usize,
+    points: &Points<'_>,
+) -> Result<Bounds> {
+    let batch = posterior.evaluate(points)?;
+    let m = batch.len();
+    let mut ucb = vec![f64::INFINITY; m];
+    let mut lcb = vec![f64::NEG_INFINITY; m];
+    for (r, &width) in widths.iter().enumerate() {
         let width = check_width(width)?;
-        let mean = batch.mean(r).to_vec();
-        let spread: Vec<f64> = batch.variance(r).iter().map(|v| width * v.sqrt()).collect();
-        Ok(Self {
-            lcb: mean.iter().zip(&spread).map(|(m, s)| m - s).collect(),
-            ucb: mean.iter().zip(&spread).map(|(m, s)| m + s).collect(),
-            mean,
-        })
+        let (mean, variance) = (batch.mean(r), batch.variance(r));
+        for j in 0..m {
+            let spread = width * variance[j].sqrt();
+            ucb[j] = ucb[j].min(mean[j] + spread);
+            lcb[j] = lcb[j].max(mean[j] - spread);
+        }
     }
+    Ok(Bounds {
+        mean: batch.mean(mean_index).to_vec(),
+        lcb,
+        ucb,
+    })
+}
+
+/// The `argmax_ucb` of every exact bound: the pruned search of
+/// [`ExactPosterior::argmax_upper`](crate::posterior::ExactPosterior::argmax_upper) for the
+/// UCB of [`exact_evaluate`].
+///
+/// # Errors
+/// As [`check_width`] for any width, and as `argmax_upper`.
+pub(crate) fn exact_argmax<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    points: &Points<'_>,
+) -> Result<usize> {
+    let widths = widths
+        .iter()
+        .map(|&w| check_width(w))
+        .collect::<Result<Vec<_>>>()?;
+    posterior.argmax_upper(points, &widths)
 }
 
 /// Passes a finite width on.
@@ -144,7 +192,7 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// starting from a data set.
     ///
     /// # Errors
-    /// [`crate::Error::InvalidParameter`] if the number of targets differs from the number of
+    /// [`crate::Error::LengthMismatch`] if the number of targets differs from the number of
     /// points; as [`ConfidenceBound::observe`]. On error the exact bounds are unchanged; the
     /// provided method (used by the sketched bounds) observes one point at a time and
     /// [`ConfidenceBound::truncate`]s back on a failure, which restores their observations
@@ -152,13 +200,7 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     ///
     /// [`ExactPosterior::observe_many`]: crate::posterior::ExactPosterior::observe_many
     fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
-        if targets.len() != points.len() {
-            return Err(Error::InvalidParameter {
-                name: "targets",
-                value: targets.len() as f64,
-                expected: "one target per point",
-            });
-        }
+        crate::error::one_target_per_point(points.len(), targets.len())?;
         let before = self.len();
         let mut scratch = vec![0.0; points.dim()];
         for (j, &y) in targets.iter().enumerate() {
@@ -221,8 +263,9 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// `memory_limit` caps the bytes kept (the set is dropped beyond it); `None` keeps it
     /// whatever its size.
     ///
-    /// Returns whether the set is kept. Results are the same as without it, up to rounding
-    /// in the last bits.
+    /// This and the next two methods are one capability: [`ConfidenceBound::fixed_arms`]
+    /// reports what is kept, [`ConfidenceBound::release_arms`] drops it. Returns whether the
+    /// set is kept. Results are the same as without it, up to rounding in the last bits.
     ///
     /// # Errors
     /// [`crate::Error::NoArms`], wrong dimension or non-finite kernel values; the bound is
@@ -237,20 +280,10 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// Stops keeping a fixed arm set (see [`ConfidenceBound::fix_arms`]).
     fn release_arms(&mut self) {}
 
-    /// The number of arms of the fixed set kept, if any.
-    fn fixed_arms(&self) -> Option<usize> {
+    /// The fixed arm set kept, if any: its size and the bytes its per-arm state holds (see
+    /// [`ConfidenceBound::fix_arms`]).
+    fn fixed_arms(&self) -> Option<ArmSetInfo> {
         None
-    }
-
-    /// Bytes held for the fixed arm set (0 without one).
-    fn fixed_arms_bytes(&self) -> usize {
-        0
-    }
-
-    /// Whether `arms` are the fixed arm set kept (same values, same order); O(A·d).
-    fn is_fixed(&self, arms: &Points<'_>) -> bool {
-        let _ = arms;
-        false
     }
 
     /// The index of the point with the largest UCB, the lowest index among ties: the arm a UCB
@@ -391,14 +424,8 @@ macro_rules! forward_bound {
             fn release_arms(&mut self) {
                 (**self).release_arms()
             }
-            fn fixed_arms(&self) -> Option<usize> {
+            fn fixed_arms(&self) -> Option<ArmSetInfo> {
                 (**self).fixed_arms()
-            }
-            fn fixed_arms_bytes(&self) -> usize {
-                (**self).fixed_arms_bytes()
-            }
-            fn is_fixed(&self, arms: &Points<'_>) -> bool {
-                (**self).is_fixed(arms)
             }
         }
     )*};
@@ -428,14 +455,11 @@ macro_rules! forward_posterior {
         fn release_arms(&mut self) {
             self.posterior.release_arms()
         }
-        fn fixed_arms(&self) -> Option<usize> {
-            self.posterior.fixed_arms()
-        }
-        fn fixed_arms_bytes(&self) -> usize {
-            self.posterior.fixed_arms_bytes()
-        }
-        fn is_fixed(&self, arms: &$crate::points::Points<'_>) -> bool {
-            self.posterior.is_fixed(arms)
+        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
+            self.posterior.fixed_arms().map(|arms| $crate::bound::ArmSetInfo {
+                arms,
+                bytes: self.posterior.fixed_arms_bytes(),
+            })
         }
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len)

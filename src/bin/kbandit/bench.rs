@@ -15,13 +15,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use kernel_bandits::bound::{AnyBound, BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
-// The prelude's one-parameter `Result` would shadow this one.
-use std::result::Result;
 
 use crate::plot::{Series, loglog_plot};
 
@@ -29,8 +28,9 @@ use crate::plot::{Series, loglog_plot};
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// The bound whose UCB agent is timed.
-    #[arg(long, value_enum, default_value_t = BoundChoice::Amm)]
-    bound: BoundChoice,
+    /// ay, igp, amm, dmm, cmm, k-ucb, bkb or ek-ucb.
+    #[arg(long, default_value = "amm", value_parser = crate::parse_bound)]
+    bound: BoundKind,
     /// Observations t before the timed rounds.
     #[arg(long = "t", default_value_t = 1000)]
     t: usize,
@@ -71,84 +71,32 @@ pub struct BenchArgs {
     report_arms: Vec<usize>,
 }
 
-/// The bounds `kbandit bench` can time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum BoundChoice {
-    Ay,
-    Igp,
-    Amm,
-    Dmm,
-    Cmm,
-    KUcb,
-    Bkb,
-    EkUcb,
-}
-
-impl BoundChoice {
-    const ALL: [Self; 8] = [
-        Self::Ay,
-        Self::Igp,
-        Self::Amm,
-        Self::Dmm,
-        Self::Cmm,
-        Self::KUcb,
-        Self::Bkb,
-        Self::EkUcb,
-    ];
-
-    fn tag(self) -> &'static str {
-        match self {
-            Self::Ay => "ay",
-            Self::Igp => "igp",
-            Self::Amm => "amm",
-            Self::Dmm => "dmm",
-            Self::Cmm => "cmm",
-            Self::KUcb => "k-ucb",
-            Self::Bkb => "bkb",
-            Self::EkUcb => "ek-ucb",
-        }
-    }
-
-    /// Whether the bound keeps per-arm state for a fixed arm set (CMM-UCB's eigenbasis changes
-    /// with every observation, and the sketched bounds' queries do not grow with t).
-    fn exact(self) -> bool {
-        !matches!(self, Self::Cmm | Self::Bkb | Self::EkUcb)
-    }
-
-    /// The bound on Matérn 5/2 (ℓ = 0.5) for the exact ones, with paper 001's parameters for a
-    /// horizon of `horizon`; the sketched ones and K-UCB on the same kernel with λ = 1, β = 1
-    /// (BKB q̄ = 2, EK-UCB γ = 1, as in `benches/sketched.rs`).
-    fn build(
-        self,
-        dims: usize,
-        horizon: usize,
-        seed: u64,
-    ) -> Result<Box<dyn ConfidenceBound>, Error> {
-        let kernel = Matern::new(2.5, 0.5)?;
-        let params = BoundParams::paper_defaults(&kernel, dims, horizon.max(1));
-        let sketch = SketchParams::new()
-            .lambda(1.0)
-            .beta(1.0)
-            .qbar(2.0)
-            .gamma(1.0);
-        Ok(match self {
-            Self::Ay => Box::new(Ay::new(kernel, params)?),
-            Self::Igp => Box::new(Igp::new(kernel, params)?),
-            Self::Amm => Box::new(Amm::new(kernel, params)?),
-            Self::Dmm => Box::new(Dmm::new(kernel, params)?),
-            Self::Cmm => Box::new(Cmm::new(kernel, params)?),
-            Self::KUcb => Box::new(KUcb::new(kernel, 1.0, 1.0)?),
-            Self::Bkb => Box::new(Bkb::new(kernel, sketch, seed)?),
-            Self::EkUcb => Box::new(EkUcb::new(kernel, sketch, seed)?),
-        })
-    }
+/// The bound on Matérn 5/2 (ℓ = 0.5): the exact ones with the parameters of Flynn & Reeb
+/// (2024, §7) for a horizon of `horizon`; the sketched ones and K-UCB on the same kernel with
+/// λ = 1, β = 1 (BKB q̄ = 2, EK-UCB γ = 1, as in `benches/sketched.rs`).
+fn build(
+    kind: BoundKind,
+    dims: usize,
+    horizon: usize,
+    seed: u64,
+) -> Result<AnyBound<Matern>, Error> {
+    let kernel = Matern::new(2.5, 0.5)?;
+    let config = BoundConfig::paper_defaults(&kernel, dims, horizon.max(1))
+        .sketch(
+            SketchParams::new()
+                .lambda(1.0)
+                .beta(1.0)
+                .qbar(2.0)
+                .gamma(1.0),
+        )
+        .seed(seed);
+    kind.build(kernel, &config)
 }
 
 /// One measurement, as printed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
-    bound: BoundChoice,
+    bound: BoundKind,
     t: usize,
     arms: usize,
     dims: usize,
@@ -185,16 +133,14 @@ fn reward(x: &[f64], rng: &mut ChaCha8Rng) -> f64 {
 
 /// A bound warm-started with `t` observations, and the seconds that took.
 fn warm(
-    choice: BoundChoice,
+    choice: BoundKind,
     t: usize,
     dims: usize,
     horizon: usize,
     seed: u64,
-) -> Result<(Box<dyn ConfidenceBound>, f64), String> {
+) -> Result<(AnyBound<Matern>, f64), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut bound = choice
-        .build(dims, horizon, seed)
-        .map_err(|e| e.to_string())?;
+    let mut bound = build(choice, dims, horizon, seed).map_err(|e| e.to_string())?;
     let data = uniform_points(&mut rng, t, dims);
     let targets: Vec<f64> = data.iter().map(|x| reward(x, &mut rng)).collect();
     let start = Instant::now();
@@ -208,8 +154,8 @@ fn warm(
 /// Times rounds of `bound`'s UCB agent (see the module documentation).
 #[allow(clippy::too_many_arguments)]
 fn time_rounds(
-    choice: BoundChoice,
-    bound: Box<dyn ConfidenceBound>,
+    choice: BoundKind,
+    bound: AnyBound<Matern>,
     t: usize,
     arms: usize,
     dims: usize,
@@ -235,7 +181,7 @@ fn time_rounds(
     } else {
         0.0
     };
-    let fixed_bytes = agent.bound().fixed_arms_bytes();
+    let fixed_bytes = agent.bound().fixed_arms().map_or(0, |set| set.bytes);
     let mut times = Vec::with_capacity(rounds);
     let clock = Instant::now();
     while times.len() < rounds.max(1) && (times.len() < 3 || clock.elapsed().as_secs_f64() < budget)
@@ -376,9 +322,9 @@ fn machine() -> String {
 
 /// Largest t at which a bound is measured in the report: CMM-UCB eigendecomposes K_t after
 /// every update (O(t³): tens of seconds per round at t = 5000).
-fn max_t(choice: BoundChoice) -> usize {
+fn max_t(choice: BoundKind) -> usize {
     match choice {
-        BoundChoice::Cmm => 1000,
+        BoundKind::Cmm => 1000,
         _ => usize::MAX,
     }
 }
@@ -386,7 +332,7 @@ fn max_t(choice: BoundChoice) -> usize {
 fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
     let started = Instant::now();
     let mut results: Vec<Measurement> = Vec::new();
-    for choice in BoundChoice::ALL {
+    for choice in BoundKind::ALL {
         for &t in &args.report_t {
             if t > max_t(choice) {
                 continue;
@@ -395,7 +341,7 @@ fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
             for &arms in &args.report_arms {
                 for fixed in [false, true] {
                     // The sketched bounds keep no per-arm state: one path.
-                    if fixed && !choice.exact() {
+                    if fixed && !choice.keeps_arm_state() {
                         continue;
                     }
                     // Warmed afresh for every cell (deterministic given the seed).
@@ -467,19 +413,19 @@ fn write_report(
         }
         let _ = writeln!(md);
         let _ = writeln!(md, "|---|---|{}", "---:|".repeat(args.report_t.len()));
-        for choice in BoundChoice::ALL {
+        for choice in BoundKind::ALL {
             for fixed in [false, true] {
-                if fixed && !choice.exact() {
+                if fixed && !choice.keeps_arm_state() {
                     continue;
                 }
-                let path_name = if !choice.exact() {
+                let path_name = if !choice.keeps_arm_state() {
                     "—"
                 } else if fixed {
                     "fixed"
                 } else {
                     "fresh"
                 };
-                let _ = write!(md, "| {} | {path_name} |", choice.tag());
+                let _ = write!(md, "| {} | {path_name} |", choice.name());
                 for &t in &args.report_t {
                     let cell = results.iter().find(|m| {
                         m.bound == choice && m.t == t && m.arms == arms && m.fixed_arms == fixed
@@ -495,7 +441,7 @@ fn write_report(
         let _ = writeln!(md);
         // Speed-ups of the fixed path.
         let mut speedups = Vec::new();
-        for choice in BoundChoice::ALL.iter().filter(|c| c.exact()) {
+        for choice in BoundKind::ALL.iter().filter(|c| c.keeps_arm_state()) {
             let ratios: Vec<String> = args
                 .report_t
                 .iter()
@@ -515,7 +461,7 @@ fn write_report(
                 })
                 .collect();
             if !ratios.is_empty() {
-                speedups.push(format!("{} {}", choice.tag(), ratios.join(", ")));
+                speedups.push(format!("{} {}", choice.name(), ratios.join(", ")));
             }
         }
         let _ = writeln!(
@@ -534,7 +480,7 @@ fn write_report(
         let _ = writeln!(
             md,
             "| {} | {} | {} | {:.2} | {:.2} | {:.1} |",
-            m.bound.tag(),
+            m.bound.name(),
             m.t,
             m.arms,
             m.warmup_s,
@@ -554,8 +500,8 @@ fn write_report(
     for &arms in &args.report_arms {
         for fixed in [false, true] {
             let mut series = Vec::new();
-            for choice in BoundChoice::ALL {
-                if fixed && !choice.exact() {
+            for choice in BoundKind::ALL {
+                if fixed && !choice.keeps_arm_state() {
                     continue;
                 }
                 let points: Vec<(f64, f64)> = results
@@ -563,13 +509,13 @@ fn write_report(
                     .filter(|m| {
                         m.bound == choice
                             && m.arms == arms
-                            && (m.fixed_arms == fixed || !choice.exact())
+                            && (m.fixed_arms == fixed || !choice.keeps_arm_state())
                     })
                     .map(|m| (m.t as f64, m.median_ms))
                     .collect();
                 if !points.is_empty() {
                     series.push(Series {
-                        label: choice.tag().to_string(),
+                        label: choice.name().to_string(),
                         points,
                     });
                 }

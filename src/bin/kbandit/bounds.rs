@@ -4,6 +4,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
+use kernel_bandits::bound::{BoundConfig, BoundKind};
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 
 use crate::Assumptions;
@@ -26,9 +28,9 @@ pub struct BoundsArgs {
     /// Length-scale ℓ (required by every kernel but `linear`).
     #[arg(long, allow_negative_numbers = true)]
     lengthscale: Option<f64>,
-    /// Confidence bound.
-    #[arg(long, value_enum)]
-    bound: BoundName,
+    /// Confidence bound: ay, igp, amm, dmm or cmm.
+    #[arg(long, value_parser = crate::parse_bound)]
+    bound: BoundKind,
     #[command(flatten)]
     assumptions: Assumptions,
     /// c: covariance scale of the martingale mixture (a0 = σ²/c).
@@ -49,15 +51,6 @@ enum KernelName {
     Matern32,
     Matern52,
     Linear,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BoundName {
-    Ay,
-    Igp,
-    Amm,
-    Dmm,
-    Cmm,
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
@@ -90,13 +83,17 @@ fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn Confidenc
     if let Some(lambda) = args.lambda {
         params = params.lambda(lambda);
     }
-    Ok(match args.bound {
-        BoundName::Ay => Box::new(Ay::new(kernel, params)?),
-        BoundName::Igp => Box::new(Igp::new(kernel, params)?),
-        BoundName::Amm => Box::new(Amm::new(kernel, params)?),
-        BoundName::Dmm => Box::new(Dmm::new(kernel, params)?),
-        BoundName::Cmm => Box::new(Cmm::new(kernel, params)?),
-    })
+    // K-UCB and the sketched bounds are not confidence bounds for given σ, B and δ.
+    if !args.bound.is_exact() || args.bound == BoundKind::KUcb {
+        return Err(Error::Unsupported {
+            what: format!(
+                "`kbandit bounds` computes ay, igp, amm, dmm or cmm, not {}",
+                args.bound
+            ),
+        });
+    }
+    args.bound
+        .build_boxed(kernel, &BoundConfig::new().params(params))
 }
 
 /// The observations in `path`, which may be none.

@@ -25,7 +25,7 @@ mod table;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use kernel_bandits::bound::BoundParams;
+use kernel_bandits::bound::{BoundKind, BoundParams, UnknownBound};
 
 /// Confidence bounds for kernel bandits and sequential kernel regression.
 #[derive(Debug, Parser)]
@@ -69,6 +69,12 @@ pub struct Assumptions {
     /// δ ∈ (0, 1]: the bounds hold with probability at least 1 − δ.
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub delta: f64,
+}
+
+/// A bound name for clap: `ay`, `igp`, `amm`, `dmm`, `cmm`, `k-ucb`, `bkb` or `ek-ucb` (see
+/// [`BoundKind`]'s `FromStr`).
+pub fn parse_bound(name: &str) -> Result<BoundKind, String> {
+    name.parse().map_err(|e: UnknownBound| e.to_string())
 }
 
 impl Assumptions {

@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use kernel_bandits::prelude::*;
-// The prelude's one-parameter `Result` would shadow this one.
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use rand_distr::StandardNormal;

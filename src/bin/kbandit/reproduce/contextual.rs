@@ -12,8 +12,6 @@ use clap::{Args, ValueEnum};
 use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem};
 use kernel_bandits::prelude::*;
 use serde::Serialize;
-// The prelude's one-parameter `Result` would shadow this one.
-use std::result::Result;
 
 use super::{
     RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,

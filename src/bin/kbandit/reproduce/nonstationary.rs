@@ -17,8 +17,6 @@ use kernel_bandits::nonstationary::{
 };
 use kernel_bandits::prelude::*;
 use serde::Serialize;
-// The prelude's one-parameter `Result` would shadow this one.
-use std::result::Result;
 
 use super::{
     RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,
