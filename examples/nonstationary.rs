@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
+use kernel_bandits::Result;
 use kernel_bandits::env::DriftingProblem;
 use kernel_bandits::nonstationary::{RPerp, RPerpParams, Restarting, gp_ucb_interval};
-use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 
 fn main() -> Result<()> {

@@ -3,9 +3,9 @@
 //! that is rejected without changing the agent.
 
 use approx::assert_abs_diff_eq;
+use kernel_bandits::Result;
 use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem, ContextualRound};
 use kernel_bandits::points::{ContextualArms, join};
-use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 use nalgebra::DMatrix;
 

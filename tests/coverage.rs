@@ -44,9 +44,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
+use kernel_bandits::Result;
 use kernel_bandits::bound::paper_scale;
 use kernel_bandits::parallel::sequential;
-use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 
 /// δ of every bound, and the largest violation rate the test accepts.

@@ -134,10 +134,18 @@ fn detection_declares_a_repeated_set_and_releases_it() {
     let other = grid(30, 7);
     let i = agent.select(&arms).unwrap();
     agent.update(&arms[i], 0.3).unwrap();
-    assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), None, "seen once");
+    assert_eq!(
+        agent.bound().fixed_arms().map(|set| set.arms),
+        None,
+        "seen once"
+    );
     let i = agent.select(&arms).unwrap();
     agent.update(&arms[i], 0.1).unwrap();
-    assert_eq!(agent.bound().fixed_arms().map(|set| set.arms), Some(30), "seen twice in a row");
+    assert_eq!(
+        agent.bound().fixed_arms().map(|set| set.arms),
+        Some(30),
+        "seen twice in a row"
+    );
     agent.select(&other).unwrap();
     assert_eq!(
         agent.bound().fixed_arms().map(|set| set.arms),

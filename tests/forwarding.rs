@@ -95,14 +95,20 @@ fn script<B: ConfidenceBound + ?Sized>(bound: &mut B) -> Vec<String> {
     record("argmax", format!("{:?}", bound.argmax_ucb(&arms)));
     record(
         "fix_arms",
-        format!("{:?}", bound.fix_arms(&arms, None).map_err(|e| e.to_string())),
+        format!(
+            "{:?}",
+            bound.fix_arms(&arms, None).map_err(|e| e.to_string())
+        ),
     );
     record("with a fixed set", state(bound));
     for round in 0..4 {
         record("argmax, fixed", format!("{:?}", bound.argmax_ucb(&arms)));
         record("evaluate, fixed", bits(bound.evaluate(&arms)));
         let x = point(100 + 7 * round);
-        record("observe, fixed", format!("{:?}", bound.observe(&x, reward(&x))));
+        record(
+            "observe, fixed",
+            format!("{:?}", bound.observe(&x, reward(&x))),
+        );
     }
     bound.release_arms();
     record("released", state(bound));
@@ -117,7 +123,10 @@ fn script<B: ConfidenceBound + ?Sized>(bound: &mut B) -> Vec<String> {
     record("evaluate at the end", bits(bound.evaluate(&probes)));
     record(
         "argmax, no arms",
-        format!("{:?}", bound.argmax_ucb(&Points::from_row_major(&[], 2).unwrap())),
+        format!(
+            "{:?}",
+            bound.argmax_ucb(&Points::from_row_major(&[], 2).unwrap())
+        ),
     );
     log
 }
@@ -158,7 +167,10 @@ fn every_wrapper_forwards_every_method() {
         // The record holds what tells the bounds apart, so that a provided body would differ.
         let text = reference.join("\n");
         if kind.keeps_arm_state() {
-            assert!(text.contains("fixed Some(ArmSetInfo { arms: 30"), "{kind}: {text}");
+            assert!(
+                text.contains("fixed Some(ArmSetInfo { arms: 30"),
+                "{kind}: {text}"
+            );
         }
         if matches!(kind, BoundKind::Amm | BoundKind::Dmm | BoundKind::Cmm) {
             assert!(text.contains("smallest_radius: Some"), "{kind}");

@@ -21,10 +21,10 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use kernel_bandits::Result;
 use kernel_bandits::nonstationary::{
     GreedyVariance, RPerp, RPerpParams, Restarting, SlidingWindow,
 };
-use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 use nalgebra::DMatrix;
 use proptest::prelude::*;

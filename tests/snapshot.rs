@@ -171,7 +171,11 @@ fn bounds_chosen_by_name_continue_bit_identically() {
     }
     // The kind tag is the wrapper's; the state names the bound inside, so a snapshot of one
     // bound does not restore as a concrete bound of another type.
-    let saved = BoundKind::Dmm.build(kernel(), &config).unwrap().to_json().unwrap();
+    let saved = BoundKind::Dmm
+        .build(kernel(), &config)
+        .unwrap()
+        .to_json()
+        .unwrap();
     assert!(saved.contains(r#""kind":"bound<matern>""#));
     let restored = AnyBound::<Matern>::from_json(&saved).unwrap();
     assert_eq!(restored.kind(), BoundKind::Dmm);

@@ -1,8 +1,8 @@
-//! Bandit agents: the kernel UCB agent (paper 001 Alg. 1) and a uniformly random baseline.
+//! Bandit agents: the kernel UCB agent (Flynn & Reeb 2024 Alg. 1) and a uniformly random baseline.
 //!
 //! Every agent implements [`BanditAgent`]: [`BanditAgent::select`] picks an arm from the
 //! round's arm set (which may change every round), [`BanditAgent::update`] absorbs the reward.
-//! In a contextual bandit (paper 003), [`BanditAgent::select_contextual`] and
+//! In a contextual bandit (Zenati et al. 2022), [`BanditAgent::select_contextual`] and
 //! [`BanditAgent::update_contextual`] do the same on joint [context ‖ action] points.
 
 mod random;
@@ -46,12 +46,12 @@ pub trait BanditAgent {
         self.select_from(&arms.as_points()?)
     }
 
-    /// Index into `actions` of the action to play in `context` (paper 003's contextual
+    /// Index into `actions` of the action to play in `context` (the contextual
     /// setting): the agent scores the joint points [context ‖ aᵢ] of a [`ContextualArms`]
     /// with [`BanditAgent::select_from`].
     ///
     /// The agent's kernel therefore acts on joint vectors: a kernel on the whole vector, such
-    /// as `Rbf` (paper 003 §5 uses a Gaussian kernel on (x, a)), or a product of kernels on the
+    /// as `Rbf` (Zenati et al. 2022 §5 uses a Gaussian kernel on (x, a)), or a product of kernels on the
     /// context and action coordinates, e.g.
     /// `Rbf::new(0.5)?.on(0..p)?.times(Matern::new(2.5, 0.2)?.on(p..p + q)?)` (see
     /// [`crate::kernel::KernelExt::on`] and [`crate::kernel::KernelExt::times`]).

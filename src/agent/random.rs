@@ -7,7 +7,7 @@ use super::BanditAgent;
 use crate::error::{Error, Result};
 use crate::points::{Points, check_point};
 
-/// Plays a uniformly random arm each round (the baseline of paper 001 §7). Randomness comes
+/// Plays a uniformly random arm each round (the baseline of Flynn & Reeb 2024 §7). Randomness comes
 /// from an RNG the user seeds; updates are validated like any agent's but otherwise ignored.
 ///
 /// # Examples

@@ -7,7 +7,7 @@ use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
-/// AMM-UCB (paper 001 Cor. 4.6): U(x) = μ_{a0}(x) + (R̃_{a0}/√a0) ρ_{a0}(x) with a0 = σ²/c and
+/// AMM-UCB (Flynn & Reeb 2024 Cor. 4.6): U(x) = μ_{a0}(x) + (R̃_{a0}/√a0) ρ_{a0}(x) with a0 = σ²/c and
 /// (Lemma C.2) R̃_{a0}² = σ² ld_{a0} + σ²B²/c + 2σ² ln(1/δ); the LCB is the mirror image.
 ///
 /// With no data U(x) = √(B² + 2c ln(1/δ)) · √k(x, x).

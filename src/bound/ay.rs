@@ -6,7 +6,7 @@ use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
-/// AY-GP-UCB (Abbasi-Yadkori 2012 Thm 3.11, as restated in paper 001 App. C.2), regulariser λ:
+/// AY-GP-UCB (Abbasi-Yadkori 2012 Thm 3.11, as restated in Flynn & Reeb 2024 App. C.2), regulariser λ:
 ///
 /// U(x) = μ_λ(x) + ((σ√(ld_λ + 2 ln(1/δ)) + √λ B)/√λ) ρ_λ(x); the LCB is the mirror image.
 ///

@@ -1,4 +1,4 @@
-//! BKB, the budgeted kernel bandit's bound (paper 002).
+//! BKB, the budgeted kernel bandit's bound (Calandriello et al. 2019).
 
 use super::sketch::{SketchRng, sketched_bounds};
 use super::{Bounds, ConfidenceBound, SketchParams};

@@ -1,12 +1,12 @@
 //! CMM-UCB: the exact martingale-mixture bound, max f(x) over the two-ellipsoid confidence set.
 //!
-//! The primal (paper 001 Eq. 9, Thm 4.4) is max f(x) s.t. ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B. Its
+//! The primal (Flynn & Reeb 2024 Eq. 9, Thm 4.4) is max f(x) s.t. ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B. Its
 //! dual (Thm 4.5, Eq. 12) is UCB(x) = min over a > 0 of U_a(x) = μ_a(x) + (R̃_a/√a) ρ_a(x),
 //! every a giving a valid upper bound (weak duality), with equality at the infimum when the set
 //! has an interior point. The LCB is the mirror image, max over a of L_a(x).
 //!
 //! With the eigendecomposition K_t = U diag(λ) Uᵀ, p = Uᵀk_t(x) and b = Uᵀy_t, each trial a
-//! costs O(t) (Flynn & Reeb 2024, §5.3). On the range R of eigenvalues above θ₀ = t·ε·λ_max, with
+//! costs O(t) (Flynn & Reeb 2024 §5.3). On the range R of eigenvalues above θ₀ = t·ε·λ_max, with
 //! ρ_0² = k(x, x) − Σ_R p²/λ (the a → 0 posterior variance, exactly 0 at an observed point):
 //!
 //! - μ_a = Σ p b/(λ + a)
@@ -45,7 +45,7 @@
 //! decade over [10⁻⁸, 10⁸]·a0, plus DMM's grid, finds the basins (the scan is extended outwards
 //! if the lowest value is at an end, within |ln a| ≤ 600); Brent's method in ln a refines the
 //! lowest, and the second lowest when its scan value is within 1% of it. The objective is not
-//! always quasiconvex in a (paper 001 §4.3), hence the scan. A negative R̃_a² (data
+//! always quasiconvex in a (Flynn & Reeb 2024 §4.3), hence the scan. A negative R̃_a² (data
 //! contradicting σ, B or δ) contributes μ_a, as in DMM. A trial a that is not finite, or a value
 //! that is not (∞·0 in a·q_a), counts as +∞, never as a spurious 0.
 
@@ -63,7 +63,7 @@ use crate::kernel::Kernel;
 use crate::points::{Points, check_point};
 use crate::posterior::ExactPosterior;
 
-/// CMM-UCB (paper 001 §4.3, §5.3; Thm 4.5, Eq. 12): the exact UCB and LCB over the confidence
+/// CMM-UCB (Flynn & Reeb 2024 §4.3, §5.3; Thm 4.5, Eq. 12): the exact UCB and LCB over the confidence
 /// set {f : ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B}, R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ),
 /// a0 = σ²/c, computed through its one-dimensional dual (see the module documentation for the
 /// method and its numerics).
@@ -808,11 +808,7 @@ impl<K: Kernel> Cmm<K> {
 
     /// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ).
     pub fn radius_sq(&self) -> f64 {
-        let p = &self.params;
-        let sigma_sq = p.sigma() * p.sigma();
-        p.mixture_regulariser() * self.posterior.quad_form(0)
-            + sigma_sq * self.posterior.log_det(0)
-            + 2.0 * sigma_sq * p.log_inv_delta()
+        super::mixture::data_radius_sq(&self.params, &self.posterior, 0)
     }
 
     /// (a, R̃_a²) at the a > 0 that minimises R̃_a² = R_t² + aB² − a q_a, which is convex in a

@@ -1,10 +1,10 @@
-//! What the data say about a bound's assumptions (paper 001 §4: σ-sub-Gaussian noise and
+//! What the data say about a bound's assumptions (Flynn & Reeb 2024 §4: σ-sub-Gaussian noise and
 //! ‖f‖_H ≤ B).
 
 /// The state of a bound's assumptions after its latest update ([`super::ConfidenceBound::diagnostics`]).
 ///
 /// The martingale-mixture bounds rest on the set F = {f : ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B}
-/// (paper 001 Thm 4.4). By Lagrangian duality (the S-lemma: one quadratic constraint),
+/// (Flynn & Reeb 2024 Thm 4.4). By Lagrangian duality (the S-lemma: one quadratic constraint),
 /// min_{‖f‖_H ≤ B} ‖f_t − y_t‖² = sup_{a > 0} a(q_a − B²), so F is empty exactly when
 /// R̃_a² = R_t² + aB² − a q_a < 0 for some a > 0. An empty F means the data contradict σ, B
 /// or δ — or the δ-probability event happened — and no bound computed from them means

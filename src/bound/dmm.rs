@@ -7,10 +7,10 @@ use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
-/// The paper's grid of regularisers, as multiples of a0 = σ²/c (paper 001 §7).
+/// The paper's grid of regularisers, as multiples of a0 = σ²/c (Flynn & Reeb 2024 §7).
 pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 
-/// DMM-UCB (paper 001 §5.4): UCB(x) = min_{a ∈ A} U_a(x), LCB(x) = max_{a ∈ A} L_a(x) with
+/// DMM-UCB (Flynn & Reeb 2024 §5.4): UCB(x) = min_{a ∈ A} U_a(x), LCB(x) = max_{a ∈ A} L_a(x) with
 /// U_a, L_a = μ_a ± (R̃_a/√a) ρ_a (Cor. 4.3) and A = {0.1, 0.3, 1, 3, 10}·σ²/c by default.
 ///
 /// Every a gives a valid bound (weak duality of Thm 4.5), so the grid minimum is one too, and

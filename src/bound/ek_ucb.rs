@@ -1,4 +1,4 @@
-//! EK-UCB, efficient kernel UCB with an incrementally grown Nyström dictionary (paper 003).
+//! EK-UCB, efficient kernel UCB with an incrementally grown Nyström dictionary (Zenati et al. 2022).
 
 use super::sketch::{SketchRng, sketched_bounds};
 use super::{Bounds, ConfidenceBound, SketchParams};
@@ -11,7 +11,7 @@ use faer::Mat;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 
 /// EK-UCB (Zenati et al. 2022 Alg. 2, Prop. 4.2): the sketched UCB μ̃(x) + β̃σ̃(x) over a
-/// dictionary that only grows, by Kernel Online Row Sampling (KORS, 003 App. E.3).
+/// dictionary that only grows, by Kernel Online Row Sampling (KORS, Zenati et al. 2022 App. E.3).
 ///
 /// Each observation s is first offered to KORS: with S = diag(1/√p̃) over the anchors (p̃ the
 /// probability each was added with) and s itself temporarily added with weight 1, the ridge

@@ -6,7 +6,7 @@ use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
-/// IGP-UCB (Chowdhury & Gopalan 2017 Thm 2, as restated in paper 001 App. C.2), η > 0:
+/// IGP-UCB (Chowdhury & Gopalan 2017 Thm 2, as restated in Flynn & Reeb 2024 App. C.2), η > 0:
 ///
 /// U(x) = μ_{1+η}(x) + (σ√(ld_{1+η} + tη + 2 ln(1/δ)) + B) ρ_{1+η}(x); the LCB is the mirror
 /// image. The paper's default is η = 2/T ([`BoundParams::horizon`]).

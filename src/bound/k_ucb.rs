@@ -6,7 +6,7 @@ use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
-/// K-UCB with a fixed width, the exact baseline of papers 002 and 003: U(x) = μ_λ(x) + βσ(x)
+/// K-UCB with a fixed width, the exact baseline of Calandriello et al. (2019) and Zenati et al. (2022): U(x) = μ_λ(x) + βσ(x)
 /// with σ²(x) = ρ_λ²(x)/λ, the same 1/λ scale as the sketched σ̃² of [`super::Bkb`] and
 /// [`super::EkUcb`], so one β compares the exact and the sketched bounds like for like (and
 /// with every anchor in the dictionary they coincide). Not a valid confidence bound for any

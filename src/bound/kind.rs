@@ -49,11 +49,11 @@ pub enum BoundKind {
     Ay,
     /// [`Igp`]: IGP-UCB (Chowdhury & Gopalan 2017).
     Igp,
-    /// [`Amm`]: AMM-UCB (Flynn & Reeb 2024, Cor. 4.6).
+    /// [`Amm`]: AMM-UCB (Flynn & Reeb 2024 Cor. 4.6).
     Amm,
-    /// [`Dmm`]: DMM-UCB (Flynn & Reeb 2024, §5.4).
+    /// [`Dmm`]: DMM-UCB (Flynn & Reeb 2024 §5.4).
     Dmm,
-    /// [`Cmm`]: CMM-UCB (Flynn & Reeb 2024, Thm 4.5).
+    /// [`Cmm`]: CMM-UCB (Flynn & Reeb 2024 Thm 4.5).
     Cmm,
     /// [`KUcb`]: exact kernel UCB with a fixed width (the baseline of Calandriello et al. 2019
     /// and Zenati et al. 2022).
@@ -224,7 +224,7 @@ impl Default for BoundConfig {
 }
 
 impl BoundConfig {
-    /// [`BoundParams::new`], the sketch settings of Zenati et al. (2022, §6: λ = μ = 10,
+    /// [`BoundParams::new`], the sketch settings of Zenati et al. (2022 §6: λ = μ = 10,
     /// β̃ = 0.1, γ = 0.1·λ, BKB's q̄ = 2) and seed 0.
     pub fn new() -> Self {
         Self {
@@ -239,7 +239,7 @@ impl BoundConfig {
         }
     }
 
-    /// The settings of Flynn & Reeb (2024, §7) for `kernel` on inputs of dimension `dim` over
+    /// The settings of Flynn & Reeb (2024 §7) for `kernel` on inputs of dimension `dim` over
     /// `horizon` rounds ([`BoundParams::paper_defaults`]: c from the kernel's smoothness,
     /// η = 2/T), with the sketch settings of [`BoundConfig::new`] and their horizon T.
     pub fn paper_defaults(kernel: &(impl Kernel + ?Sized), dim: usize, horizon: usize) -> Self {

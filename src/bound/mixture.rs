@@ -1,11 +1,11 @@
-//! The martingale-mixture radius shared by AMM-UCB and DMM-UCB (and, later, CMM-UCB).
+//! The martingale-mixture radii R_t² and R̃_a², shared by AMM-UCB, DMM-UCB and CMM-UCB.
 
 use super::CheckedParams;
 use crate::kernel::Kernel;
 use crate::posterior::ExactPosterior;
 
 /// R̃_a/√a, the factor multiplying ρ_a(x) in U_a(x) = μ_a(x) + (R̃_a/√a)ρ_a(x)
-/// (paper 001 Cor. 4.3 and Eq. 8), for the regulariser with index `r` of `posterior`, whose
+/// (Flynn & Reeb 2024 Cor. 4.3 and Eq. 8), for the regulariser with index `r` of `posterior`, whose
 /// regulariser with index `r0` is a0 = σ²/c:
 ///
 /// R̃_a² = R_t² + aB² − a q_a,  R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ).
@@ -40,11 +40,9 @@ pub(crate) fn mixture_radius_sq<K: Kernel>(
     r: usize,
     r0: usize,
 ) -> f64 {
-    let sigma_sq = params.sigma() * params.sigma();
     let a0 = params.mixture_regulariser();
     let a = posterior.factor(r).regulariser();
-    let radius_sq_without_quad =
-        sigma_sq * posterior.log_det(r0) + 2.0 * sigma_sq * params.log_inv_delta();
+    let radius_sq_without_quad = log_terms(params, posterior, r0);
     let quad = if r == r0 {
         0.0
     } else {
@@ -52,6 +50,23 @@ pub(crate) fn mixture_radius_sq<K: Kernel>(
     };
     let norm_bound = params.norm_bound();
     radius_sq_without_quad + quad + a * norm_bound * norm_bound
+}
+
+/// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ), the radius of the data constraint
+/// ‖f_t − y_t‖ ≤ R_t (Flynn & Reeb 2024 Eq. 8 for the mixture N(0, cK_t), Lemma 4.2); `r0`
+/// indexes a0.
+pub(crate) fn data_radius_sq<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    r0: usize,
+) -> f64 {
+    params.mixture_regulariser() * posterior.quad_form(r0) + log_terms(params, posterior, r0)
+}
+
+/// σ² ld_{a0} + 2σ² ln(1/δ), the part of R_t² that does not depend on the targets.
+fn log_terms<K: Kernel>(params: &CheckedParams, posterior: &ExactPosterior<K>, r0: usize) -> f64 {
+    let sigma_sq = params.sigma() * params.sigma();
+    sigma_sq * posterior.log_det(r0) + 2.0 * sigma_sq * params.log_inv_delta()
 }
 
 /// Diagnostics over the regularisers `rs` of a mixture bound: the smallest R̃_a².

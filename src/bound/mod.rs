@@ -2,12 +2,12 @@
 //!
 //! | bound | type | reference | width factor on ρ(x) |
 //! |---|---|---|---|
-//! | AY-GP-UCB | [`Ay`] | Abbasi-Yadkori (2012) Thm 3.11; 001 App. C.2 | (σ√(ld_λ + 2 ln 1/δ) + √λ B)/√λ |
-//! | IGP-UCB | [`Igp`] | Chowdhury & Gopalan (2017) Thm 2; 001 App. C.2 | σ√(ld_{1+η} + tη + 2 ln 1/δ) + B |
-//! | AMM-UCB | [`Amm`] | 001 Cor. 4.6, Lemma C.2 | √((σ² ld_{a0} + a0 B² + 2σ² ln 1/δ)/a0) |
-//! | DMM-UCB | [`Dmm`] | 001 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
-//! | CMM-UCB | [`Cmm`] | 001 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
-//! | K-UCB | [`KUcb`] | 002/003 baseline | fixed β on σ = ρ_λ/√λ |
+//! | AY-GP-UCB | [`Ay`] | Abbasi-Yadkori (2012) Thm 3.11; Flynn & Reeb 2024 App. C.2 | (σ√(ld_λ + 2 ln 1/δ) + √λ B)/√λ |
+//! | IGP-UCB | [`Igp`] | Chowdhury & Gopalan (2017) Thm 2; Flynn & Reeb 2024 App. C.2 | σ√(ld_{1+η} + tη + 2 ln 1/δ) + B |
+//! | AMM-UCB | [`Amm`] | Flynn & Reeb 2024 Cor. 4.6, Lemma C.2 | √((σ² ld_{a0} + a0 B² + 2σ² ln 1/δ)/a0) |
+//! | DMM-UCB | [`Dmm`] | Flynn & Reeb 2024 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
+//! | CMM-UCB | [`Cmm`] | Flynn & Reeb 2024 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
+//! | K-UCB | [`KUcb`] | Calandriello et al. (2019), Zenati et al. (2022) baseline | fixed β on σ = ρ_λ/√λ |
 //! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step |
 //! | EK-UCB | [`EkUcb`] | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 | β̃ on σ̃, dictionary grown by KORS |
 //!
@@ -43,8 +43,8 @@ pub use params::{BoundParams, CheckedParams, paper_scale};
 pub use sketch::SketchParams;
 
 use crate::error::{Error, Result};
-use crate::points::{AsPoints, Points};
 use crate::kernel::Kernel;
+use crate::points::{AsPoints, Points};
 use crate::posterior::ExactPosterior;
 
 /// Means and confidence bounds at a batch of points, in the order of the points.

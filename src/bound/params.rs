@@ -16,7 +16,7 @@ use crate::kernel::Kernel;
 /// | `eta` (η) | 2/T if a horizon is set | (0, ∞) | IGP-UCB regulariser is 1 + η |
 /// | `horizon` (T) | none | ≥ 1 | only used for the default η |
 ///
-/// [`BoundParams::paper_defaults`] gives the settings of paper 001 §7.
+/// [`BoundParams::paper_defaults`] gives the settings of Flynn & Reeb 2024 §7.
 ///
 /// # Examples
 /// ```
@@ -44,7 +44,7 @@ impl Default for BoundParams {
 }
 
 /// The paper's covariance scale for a kernel of smoothness ν (`None`: infinitely smooth) in
-/// dimension d with horizon T: c = 1 for RBF, c = T^{−d/(2d+2ν)} for Matérn (paper 001 §7).
+/// dimension d with horizon T: c = 1 for RBF, c = T^{−d/(2d+2ν)} for Matérn (Flynn & Reeb 2024 §7).
 ///
 /// # Examples
 /// ```
@@ -76,7 +76,7 @@ impl BoundParams {
         }
     }
 
-    /// The settings of paper 001 §7 for `kernel` on inputs of dimension `dim` over `horizon`
+    /// The settings of Flynn & Reeb 2024 §7 for `kernel` on inputs of dimension `dim` over `horizon`
     /// rounds: σ = 0.1, B = 10, δ = 0.01, c from [`paper_scale`], λ = σ²/c, η = 2/T.
     pub fn paper_defaults(kernel: &(impl Kernel + ?Sized), dim: usize, horizon: usize) -> Self {
         Self::new()

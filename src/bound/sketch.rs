@@ -14,8 +14,8 @@ use crate::posterior::SketchedBatch;
 /// |---|---|---|---|
 /// | `lambda` (λ) | 1 | (0, ∞) | ridge regulariser; σ̃² carries a 1/λ (Calandriello et al. 2019 Eq. 4; Zenati et al. 2022 Prop. 4.2) |
 /// | `beta` (β̃) | theory | (0, ∞) | fixed exploration width: UCB = μ̃ + β̃σ̃ (papers' practice) |
-/// | `sigma` (σ, paper 002's ξ) | — | (0, ∞) | noise scale; needed by the theoretical β̃ |
-/// | `norm_bound` (B, paper 002's F) | — | (0, ∞) | ‖f‖_H ≤ B; needed by the theoretical β̃ |
+/// | `sigma` (σ; ξ in Calandriello et al. 2019) | — | (0, ∞) | noise scale; needed by the theoretical β̃ |
+/// | `norm_bound` (B; F in Calandriello et al. 2019) | — | (0, ∞) | ‖f‖_H ≤ B; needed by the theoretical β̃ |
 /// | `delta` (δ) | 0.1 | (0, 1) | failure probability of the theory (β̃, q̄, γ) |
 /// | `epsilon` (ε) | 0.5 | (0, 1) | sketch accuracy; α = (1 + ε)/(1 − ε) |
 /// | `horizon` (T) | — | ≥ 1 | derives BKB's q̄ and EK-UCB's γ when they are not set |
@@ -26,9 +26,9 @@ use crate::posterior::SketchedBatch;
 /// # Examples
 /// ```
 /// use kernel_bandits::bound::SketchParams;
-/// // Paper 003's practice: λ = 10, μ = λ, fixed β̃ = 0.1, γ = 0.1 λ.
+/// // Zenati et al. (2022)'s practice: λ = 10, μ = λ, fixed β̃ = 0.1, γ = 0.1 λ.
 /// let practice = SketchParams::new().lambda(10.0).beta(0.1).gamma(1.0);
-/// // Paper 002's theory: q̄ and β̃ from ε, δ, T, ξ and F.
+/// // Calandriello et al. (2019)'s theory: q̄ and β̃ from ε, δ, T, ξ and F.
 /// let theory = SketchParams::new().lambda(0.01).sigma(0.1).norm_bound(1.0).horizon(1000);
 /// # let _ = (practice, theory);
 /// ```
@@ -82,13 +82,13 @@ impl SketchParams {
         self
     }
 
-    /// Sets the noise scale σ (paper 002's ξ).
+    /// Sets the noise scale σ (ξ in Calandriello et al. 2019).
     pub fn sigma(mut self, sigma: f64) -> Self {
         self.sigma = Some(sigma);
         self
     }
 
-    /// Sets the RKHS norm bound B (paper 002's F).
+    /// Sets the RKHS norm bound B (F in Calandriello et al. 2019).
     pub fn norm_bound(mut self, norm_bound: f64) -> Self {
         self.norm_bound = Some(norm_bound);
         self

@@ -12,7 +12,7 @@ use crate::points::AsPoints;
 /// point is one rank-one step for all candidates: the new factor row is w_{s} with pivot
 /// √(σ²(s; S) + λ), and each candidate gains the entry (k(c, s) − w_c·w_s)/pivot, by which
 /// its variance drops. That is O(A n) for A candidates — the incremental maximum-variance
-/// selection of paper 004 Alg. 1 line 8 (no fresh solve per candidate per pick), and the
+/// selection of Iwazaki & Takeno 2025 Alg. 1 line 8 (no fresh solve per candidate per pick), and the
 /// greedy information-gain estimate of Srinivas et al. (2010) §5.1.
 ///
 /// With targets y for the chosen points, the posterior mean is μ(c) = w_c·L⁻¹y (O(A n)).

@@ -2,7 +2,7 @@
 //!
 //! | agent | type | reference |
 //! |---|---|---|
-//! | R-PERP | [`RPerp`] | 004 Alg. 1, Eq. 8, Thm 5 |
+//! | R-PERP | [`RPerp`] | Iwazaki & Takeno 2025 Alg. 1, Eq. 8, Thm 5 |
 //! | R-GP-UCB | [`Restarting`] | Zhou & Shroff (2021); any UCB bound, restarted every H rounds |
 //! | SW-GP-UCB | [`SlidingWindow`] | Zhou & Shroff (2021); any exact UCB bound on the last W points (Cholesky downdates) |
 //!

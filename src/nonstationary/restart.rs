@@ -5,7 +5,7 @@ use crate::bound::ConfidenceBound;
 use crate::error::{Error, Result};
 use crate::points::Points;
 
-/// R-GP-UCB (Zhou & Shroff 2021, the baseline of paper 004 §6): the UCB agent over any
+/// R-GP-UCB (Zhou & Shroff 2021, the baseline of Iwazaki & Takeno 2025 §6): the UCB agent over any
 /// [`ConfidenceBound`] `B`, whose bound forgets all data (`truncate(0)`) after every H
 /// updates, so that stale observations from before a change stop steering it.
 ///

@@ -1,4 +1,4 @@
-//! R-PERP, restarting phased elimination with random permutation (paper 004 Alg. 1).
+//! R-PERP, restarting phased elimination with random permutation (Iwazaki & Takeno 2025 Alg. 1).
 
 use super::{GreedyVariance, rperp_interval};
 use crate::agent::BanditAgent;
@@ -17,7 +17,7 @@ use crate::points::{AsPoints, Points};
 /// | `norm_bound` (B) | 1 | [0, ∞) | ‖f_t‖_H ≤ B |
 /// | `delta` (δ) | 0.1 | (0, 1) | failure probability of Eq. 8 |
 /// | `constant` (C) | 1 | (0, ∞) | the absolute constant C of Eq. 8 |
-/// | `width_scale` | 1 | (0, ∞) | multiplies β^{1/2}; 1 is Eq. 8, which eliminates nothing on paper 004 §6's problem (see the measurement); 0.1 is a practical width |
+/// | `width_scale` | 1 | (0, ∞) | multiplies β^{1/2}; 1 is Eq. 8, which eliminates nothing on the problem of Iwazaki & Takeno (2025, §6); 0.1 is a practical width |
 /// | `width` | Eq. 8 | (0, ∞) | sets β^{1/2} directly (then `width_scale` still applies) |
 /// | `variation` (V_T) | 1 (App. D) | (0, ∞) | total variation, for Thm 5's H |
 /// | `interval` (H) | Thm 5 | [1, T] | restart interval; overrides Thm 5 |

@@ -1,4 +1,4 @@
-//! The theory constants of the non-stationary agents (Iwazaki & Takeno 2025, Thm 5 and §6).
+//! The theory constants of the non-stationary agents (Iwazaki & Takeno 2025 Thm 5 and §6).
 
 use super::GreedyVariance;
 use crate::error::{Error, Result};
@@ -47,7 +47,7 @@ pub fn rperp_interval(
     Ok((h.ceil() as usize).clamp(1, horizon))
 }
 
-/// γ̃_T of paper 004 §6: ln^{d+1} T for SE (`smoothness` = `None`),
+/// γ̃_T of Iwazaki & Takeno 2025 §6: ln^{d+1} T for SE (`smoothness` = `None`),
 /// T^{d/(2ν+d)} ln^{2ν/(2ν+d)} T for Matérn ν.
 pub fn gamma_proxy(smoothness: Option<f64>, dim: usize, horizon: usize) -> f64 {
     let (t, d) = (horizon as f64, dim as f64);
@@ -57,7 +57,7 @@ pub fn gamma_proxy(smoothness: Option<f64>, dim: usize, horizon: usize) -> f64 {
     }
 }
 
-/// The restart interval H of R-GP-UCB and the window W of SW-GP-UCB used in paper 004 §6
+/// The restart interval H of R-GP-UCB and the window W of SW-GP-UCB used in Iwazaki & Takeno 2025 §6
 /// (after Zhou & Shroff 2021): γ̃_T^{1/4}(T/V_T)^{1/2}, rounded up and clamped to [1, T].
 ///
 /// # Errors
@@ -74,7 +74,7 @@ pub fn gp_ucb_interval(
 }
 
 /// The greedy estimate of the maximum information gain over `arms` after `rounds` rounds
-/// (Srinivas et al. 2010 §5.1, as paper 004 §6 uses it): repeatedly add the arm of largest
+/// (Srinivas et al. 2010 §5.1, as Iwazaki & Takeno 2025 §6 uses it): repeatedly add the arm of largest
 /// posterior variance (noise λ) and sum ½ ln(1 + σ²/λ). By submodularity the true γ_T lies
 /// between this value and (1 − 1/e)⁻¹ times it; the return value is that upper bound.
 /// Costs O(A·rounds²) through [`GreedyVariance`].

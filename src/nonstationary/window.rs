@@ -5,7 +5,7 @@ use crate::bound::ConfidenceBound;
 use crate::error::{Error, Result};
 use crate::points::Points;
 
-/// SW-GP-UCB (Zhou & Shroff 2021, the baseline of paper 004 §6): the UCB agent over any exact
+/// SW-GP-UCB (Zhou & Shroff 2021, the baseline of Iwazaki & Takeno 2025 §6): the UCB agent over any exact
 /// [`ConfidenceBound`] `B`, kept on the last W observations. Once the window is full, each
 /// update removes the oldest point by an O(W²) Cholesky downdate
 /// ([`ConfidenceBound::remove_oldest`]), not a refactorisation.

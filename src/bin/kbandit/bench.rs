@@ -72,7 +72,7 @@ pub struct BenchArgs {
 }
 
 /// The bound on Matérn 5/2 (ℓ = 0.5): the exact ones with the parameters of Flynn & Reeb
-/// (2024, §7) for a horizon of `horizon`; the sketched ones and K-UCB on the same kernel with
+/// (2024 §7) for a horizon of `horizon`; the sketched ones and K-UCB on the same kernel with
 /// λ = 1, β = 1 (BKB q̄ = 2, EK-UCB γ = 1, as in `benches/sketched.rs`).
 fn build(
     kind: BoundKind,

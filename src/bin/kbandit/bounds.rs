@@ -4,8 +4,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::Result;
+use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;
 
 use crate::Assumptions;

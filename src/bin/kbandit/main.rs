@@ -42,7 +42,7 @@ enum Command {
     /// Time UCB rounds of one bound (one JSON line), or run the whole grid into a report
     /// (`--report BENCHMARKS.md`).
     Bench(bench::BenchArgs),
-    /// A quick tour on built-in defaults: one column of paper 001's Table 1 (3 repetitions)
+    /// A quick tour on built-in defaults: one column of Table 1 of Flynn & Reeb (2024) (3 repetitions)
     /// and its Figure 1 bands, with plots in results/demo.
     Demo(reproduce::DemoArgs),
     /// Reproduce a paper experiment: tables on stdout, JSON, CSV and plots in --out.

@@ -42,7 +42,7 @@ pub struct ContextualArgs {
     /// Gaussian kernel length-scale ℓ on the joint vector.
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     lengthscale: f64,
-    /// EK-UCB's KORS budget γ as a multiple of λ (paper 003's s).
+    /// EK-UCB's KORS budget γ as a multiple of λ (s in Zenati et al. 2022).
     #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     budget: f64,
     /// BKB's oversampling q̄ (inclusion probability min(1, q̄σ̃²)).
@@ -77,7 +77,7 @@ impl EnvChoice {
     }
 }
 
-/// The agents of paper 003's comparison.
+/// The agents compared by Zenati et al. (2022).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Method {
     EkUcb,

@@ -16,13 +16,13 @@ use rayon::prelude::*;
 /// The experiments `kbandit reproduce` runs.
 #[derive(Debug, Subcommand)]
 pub enum Experiment {
-    /// Paper 001 §7 / Table 1: cumulative regret of the UCB agents on random RKHS functions.
+    /// Flynn & Reeb 2024 §7 / Table 1: cumulative regret of the UCB agents on random RKHS functions.
     Table1(table1::Table1Args),
-    /// Paper 001 Figure 1: the confidence bands of every bound on a 1-D function.
+    /// Flynn & Reeb 2024 Figure 1: the confidence bands of every bound on a 1-D function.
     Bands(bands::BandsArgs),
-    /// Paper 003 §5: EK-UCB, BKB, exact K-UCB and random on three contextual environments.
+    /// Zenati et al. 2022 §5: EK-UCB, BKB, exact K-UCB and random on three contextual environments.
     Contextual(contextual::ContextualArgs),
-    /// Paper 004 §6 / Figure 2: R-PERP, R-GP-UCB, SW-GP-UCB and random under abrupt changes.
+    /// Iwazaki & Takeno 2025 §6 / Figure 2: R-PERP, R-GP-UCB, SW-GP-UCB and random under abrupt changes.
     Nonstationary(nonstationary::NonstationaryArgs),
 }
 
@@ -79,7 +79,7 @@ fn parse_experiment<A: Args>(args: &[OsString]) -> A {
     Wrapper::<A>::parse_from(argv).args
 }
 
-/// `kbandit demo`: paper 001 Table 1's first column (RBF, ℓ = 0.5, d = 3, T = 1000) with
+/// `kbandit demo`: Flynn & Reeb 2024 Table 1's first column (RBF, ℓ = 0.5, d = 3, T = 1000) with
 /// three repetitions, then the confidence bands of Figure 1; a few seconds of computing.
 pub fn demo(args: &DemoArgs) -> Result<(), String> {
     let out = args.out.clone().into_os_string();

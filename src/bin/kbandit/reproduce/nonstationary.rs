@@ -6,7 +6,7 @@
 //! 5/2 kernels (ℓ = 0.5), GP noise λ = ρ², δ = 0.1, B the largest RKHS norm of the three
 //! functions, H and W from the theory with the realised V_T. The GP-UCB baselines use the
 //! width B + (ρ/√λ)√(2(γ + 1 + ln 1/δ)) on the posterior standard deviation (Chowdhury &
-//! Gopalan 2017, Thm 2), with γ the greedy estimate of the maximum information gain over one
+//! Gopalan 2017 Thm 2), with γ the greedy estimate of the maximum information gain over one
 //! interval / window (Srinivas et al. 2010 §5.1, as the paper does).
 
 use clap::{Args, ValueEnum};
@@ -73,7 +73,7 @@ impl KernelChoice {
     }
 }
 
-/// The agents of paper 004 Figure 2, with R-PERP twice.
+/// The agents of Iwazaki & Takeno 2025 Figure 2, with R-PERP twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Method {
     Random,

@@ -44,7 +44,7 @@ pub struct Table1Args {
     run: RunOptions,
 }
 
-/// The kernels of paper 001 §7.
+/// The kernels of Flynn & Reeb 2024 §7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum KernelChoice {
     Rbf,
@@ -70,7 +70,7 @@ impl KernelChoice {
     }
 }
 
-/// The agents compared in paper 001 Table 1.
+/// The agents compared in Flynn & Reeb 2024 Table 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Method {
     Cmm,
@@ -115,7 +115,7 @@ impl Method {
     }
 }
 
-/// Paper 001 Table 1 (d = 3, T = 1000, 10 repetitions): (kernel, ℓ, method, mean, std). The
+/// Flynn & Reeb 2024 Table 1 (d = 3, T = 1000, 10 repetitions): (kernel, ℓ, method, mean, std). The
 /// paper ran CMM-UCB for 200 rounds only, so it has no column here.
 const PAPER_TABLE1: [(KernelChoice, f64, Method, f64, f64); 30] = {
     use KernelChoice::*;
