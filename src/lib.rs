@@ -14,6 +14,7 @@ pub mod parallel;
 pub mod points;
 pub mod posterior;
 pub mod prelude;
+mod rng;
 #[cfg(feature = "serde")]
 pub mod snapshot;
 

@@ -80,7 +80,7 @@ mod snapshot {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::RandomAgent;
-    use crate::bound::sketch::chacha;
+    use crate::rng::chacha;
 
     #[derive(Serialize)]
     struct Saved<'a> {

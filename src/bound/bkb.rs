@@ -1,11 +1,12 @@
 //! BKB, the budgeted kernel bandit's bound (Calandriello et al. 2019).
 
-use super::sketch::{SketchRng, sketched_bounds};
+use super::sketch::sketched_bounds;
 use super::{Bounds, ConfidenceBound, SketchParams};
-use crate::error::{Result, positive};
+use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::points::Points;
 use crate::posterior::SketchedPosterior;
+use crate::rng::SeededRng;
 
 /// BKB (Calandriello et al. 2019 Alg. 1, Eq. 4): the Nyström-sketched UCB ũ(x) = μ̃(x) + β̃σ̃(x),
 /// with a dictionary resampled after every update from the arms played so far.
@@ -50,7 +51,7 @@ pub struct Bkb<K> {
     qbar: f64,
     /// (ξ, F) for Theorem 2's width; `None` for a fixed β̃.
     theory: Option<(f64, f64)>,
-    rng: SketchRng,
+    rng: SeededRng,
     /// Σ_s σ̃_t²(x_s) over all observations, under the current dictionary.
     played_variance: f64,
 }
@@ -63,9 +64,9 @@ impl<K: Kernel> Bkb<K> {
     /// Invalid parameters; [`crate::Error::MissingParameter`] without a fixed β̃ and without σ and B,
     /// or without q̄ and without the horizon to derive it.
     pub fn new(kernel: K, params: SketchParams, seed: u64) -> Result<Self> {
-        params.check_common()?;
+        params.check()?;
         let qbar = match params.qbar {
-            Some(qbar) => positive("qbar", qbar)?,
+            Some(qbar) => qbar,
             None => {
                 let horizon = params.required_horizon(
                     "qbar",
@@ -80,7 +81,7 @@ impl<K: Kernel> Bkb<K> {
             theory: params.theory_inputs()?,
             params,
             qbar,
-            rng: SketchRng::new(seed),
+            rng: SeededRng::new(seed),
             played_variance: 0.0,
         })
     }
@@ -210,6 +211,9 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Bkb<K>
 
     fn restore(&mut self) -> Result<()> {
         self.posterior.restore()?;
+        self.params
+            .check()
+            .map_err(crate::snapshot::rebuild_error("BKB parameters"))?;
         let theory_ok = self
             .theory
             .is_none_or(|(xi, f)| xi.is_finite() && xi > 0.0 && f.is_finite() && f > 0.0);

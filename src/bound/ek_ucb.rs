@@ -1,12 +1,13 @@
 //! EK-UCB, efficient kernel UCB with an incrementally grown Nyström dictionary (Zenati et al. 2022).
 
-use super::sketch::{SketchRng, sketched_bounds};
+use super::sketch::sketched_bounds;
 use super::{Bounds, ConfidenceBound, SketchParams};
-use crate::error::{Result, positive};
+use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::linalg::dot;
 use crate::points::Points;
 use crate::posterior::SketchedPosterior;
+use crate::rng::SeededRng;
 use faer::Mat;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 
@@ -59,7 +60,7 @@ pub struct EkUcb<K> {
     gamma: f64,
     /// (σ, B) for Lemma 4.1's width; `None` for a fixed β̃.
     theory: Option<(f64, f64)>,
-    rng: SketchRng,
+    rng: SeededRng,
     /// Cholesky factor of S K_ZZ S + μI (KORS's matrix, anchors in dictionary order).
     #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::growing_mat"))]
     kors: Mat<f64>,
@@ -101,10 +102,10 @@ impl<K: Kernel> EkUcb<K> {
     /// Invalid parameters; [`crate::Error::MissingParameter`] without a fixed β̃ and without σ
     /// and B, or without γ and without the horizon to derive it.
     pub fn new(kernel: K, params: SketchParams, seed: u64) -> Result<Self> {
-        params.check_common()?;
-        let mu = positive("mu", params.mu.unwrap_or(params.lambda))?;
+        params.check()?;
+        let mu = params.mu.unwrap_or(params.lambda);
         let gamma = match params.gamma {
-            Some(gamma) => positive("gamma", gamma)?,
+            Some(gamma) => gamma,
             None => {
                 let horizon = params.required_horizon(
                     "gamma",
@@ -119,7 +120,7 @@ impl<K: Kernel> EkUcb<K> {
             params,
             mu,
             gamma,
-            rng: SketchRng::new(seed),
+            rng: SeededRng::new(seed),
             kors: Mat::zeros(0, 0),
             kors_scale: Vec::new(),
             anchor_steps: Vec::new(),
@@ -345,6 +346,9 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for EkUcb<
     fn restore(&mut self) -> Result<()> {
         use crate::snapshot::{ensure, ensure_finite};
         self.posterior.restore()?;
+        self.params
+            .check()
+            .map_err(crate::snapshot::rebuild_error("EK-UCB parameters"))?;
         let m = self.posterior.dictionary_size();
         let theory_ok = self
             .theory

@@ -1,8 +1,5 @@
 //! Parameters shared by the Nyström-sketched bounds BKB and EK-UCB.
 
-use rand::SeedableRng;
-use rand::rngs::ChaCha8Rng;
-
 use super::Bounds;
 use crate::error::{Error, Result, positive};
 use crate::posterior::SketchedBatch;
@@ -135,19 +132,35 @@ impl SketchParams {
         (1.0 + self.epsilon) / (1.0 - self.epsilon)
     }
 
-    /// Validates the fields every sketched bound reads.
-    pub(crate) fn check_common(&self) -> Result<()> {
+    /// Validates every field that is set (each bound then derives what is missing, or
+    /// reports it missing: see [`super::Bkb::new`] and [`super::EkUcb::new`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if λ, β̃, σ, B, q̄, μ or γ is not finite and positive, if δ
+    /// or ε ∉ (0, 1), or if the horizon is 0.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::bound::SketchParams;
+    /// assert!(SketchParams::new().beta(0.1).check().is_ok());
+    /// assert!(SketchParams::new().epsilon(1.0).check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<()> {
         positive("lambda", self.lambda)?;
         open_unit("delta", self.delta)?;
         open_unit("epsilon", self.epsilon)?;
-        if let Some(beta) = self.beta {
-            positive("beta", beta)?;
-        }
-        if let Some(sigma) = self.sigma {
-            positive("sigma", sigma)?;
-        }
-        if let Some(norm_bound) = self.norm_bound {
-            positive("norm_bound", norm_bound)?;
+        let optional = [
+            ("beta", self.beta),
+            ("sigma", self.sigma),
+            ("norm_bound", self.norm_bound),
+            ("qbar", self.qbar),
+            ("mu", self.mu),
+            ("gamma", self.gamma),
+        ];
+        for (name, value) in optional {
+            if let Some(value) = value {
+                positive(name, value)?;
+            }
         }
         if self.horizon == Some(0) {
             return Err(Error::InvalidParameter {
@@ -213,91 +226,5 @@ pub(crate) fn sketched_bounds(batch: SketchedBatch, width: f64) -> Result<Bounds
         Err(crate::Error::NonFinite {
             what: "sketched bound (the targets are too large for the regulariser)".into(),
         })
-    }
-}
-
-/// The generator of the randomised bounds and agents: ChaCha8 (reproducible across platforms), cloned exactly —
-/// same seed, stream and position — so that a cloned bound draws the same dictionaries as the
-/// original would.
-#[derive(Debug)]
-pub(crate) struct SketchRng(ChaCha8Rng);
-
-impl SketchRng {
-    pub(crate) fn new(seed: u64) -> Self {
-        Self(ChaCha8Rng::seed_from_u64(seed))
-    }
-
-    /// A uniform draw in [0, 1).
-    pub(crate) fn uniform(&mut self) -> f64 {
-        use rand::RngExt;
-        self.0.random::<f64>()
-    }
-
-    /// Shuffles `items` uniformly (Fisher–Yates).
-    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
-        use rand::seq::SliceRandom;
-        items.shuffle(&mut self.0);
-    }
-}
-
-/// A ChaCha8 generator saved as its seed, stream and position: restoring it continues the
-/// same sequence of draws (`#[serde(with = "crate::bound::sketch::chacha")]`).
-#[cfg(feature = "serde")]
-pub(crate) mod chacha {
-    use rand::SeedableRng;
-    use rand::rngs::ChaCha8Rng;
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use super::SketchRng;
-
-    #[derive(Serialize, Deserialize)]
-    struct RngState {
-        seed: [u8; 32],
-        stream: u64,
-        /// The 68-bit word position, low and high 64 bits.
-        word_pos: [u64; 2],
-    }
-
-    pub(crate) fn serialize<S: Serializer, R: std::borrow::Borrow<ChaCha8Rng>>(
-        rng: &R,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        let rng = rng.borrow();
-        let pos = rng.get_word_pos();
-        RngState {
-            seed: rng.get_seed(),
-            stream: rng.get_stream(),
-            word_pos: [pos as u64, (pos >> 64) as u64],
-        }
-        .serialize(s)
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ChaCha8Rng, D::Error> {
-        let state = RngState::deserialize(d)?;
-        let mut rng = ChaCha8Rng::from_seed(state.seed);
-        rng.set_stream(state.stream);
-        rng.set_word_pos(u128::from(state.word_pos[0]) | (u128::from(state.word_pos[1]) << 64));
-        Ok(rng)
-    }
-
-    impl Serialize for SketchRng {
-        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            serialize(&self.0, s)
-        }
-    }
-
-    impl<'de> Deserialize<'de> for SketchRng {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            deserialize(d).map(SketchRng)
-        }
-    }
-}
-
-impl Clone for SketchRng {
-    fn clone(&self) -> Self {
-        let mut copy = ChaCha8Rng::from_seed(self.0.get_seed());
-        copy.set_stream(self.0.get_stream());
-        copy.set_word_pos(self.0.get_word_pos());
-        Self(copy)
     }
 }

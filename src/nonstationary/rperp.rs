@@ -2,10 +2,10 @@
 
 use super::{GreedyVariance, rperp_interval};
 use crate::agent::BanditAgent;
-use crate::bound::sketch::SketchRng;
 use crate::error::{Error, Result, non_negative, positive};
 use crate::kernel::Kernel;
 use crate::points::{AsPoints, Points};
+use crate::rng::SeededRng;
 
 /// Settings of [`RPerp`].
 ///
@@ -106,6 +106,58 @@ impl RPerpParams {
         self.interval = Some(interval);
         self
     }
+
+    /// λ: the one set, or ρ².
+    fn effective_lambda(&self) -> f64 {
+        self.lambda.unwrap_or(self.noise * self.noise)
+    }
+
+    /// Validates the settings (V_T is checked where Thm 5's H is derived from it).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if T < 2, ρ, λ, C, the width scale or a set width is not
+    /// finite and positive, B is negative or not finite, δ ∉ (0, 1), or a set H ∉ [1, T].
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::nonstationary::RPerpParams;
+    /// assert!(RPerpParams::new(1000).noise(0.1).check().is_ok());
+    /// assert!(RPerpParams::new(1000).interval(2000).check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        if self.horizon < 2 {
+            return Err(Error::InvalidParameter {
+                name: "horizon",
+                value: self.horizon as f64,
+                expected: "T ≥ 2",
+            });
+        }
+        positive("noise", self.noise)?;
+        positive("lambda", self.effective_lambda())?;
+        non_negative("norm_bound", self.norm_bound)?;
+        if !(self.delta > 0.0 && self.delta < 1.0) {
+            return Err(Error::InvalidParameter {
+                name: "delta",
+                value: self.delta,
+                expected: "a number in (0, 1)",
+            });
+        }
+        positive("constant", self.constant)?;
+        positive("width_scale", self.width_scale)?;
+        if let Some(width) = self.width {
+            positive("width", width)?;
+        }
+        if let Some(h) = self.interval
+            && !(1..=self.horizon).contains(&h)
+        {
+            return Err(Error::InvalidParameter {
+                name: "interval",
+                value: h as f64,
+                expected: "an integer in [1, T]",
+            });
+        }
+        Ok(())
+    }
 }
 
 /// One elimination: which interval and batch, the batch size, and how many arms were
@@ -148,7 +200,7 @@ pub struct RPerp<K> {
     lambda: f64,
     interval_len: usize,
     width: f64,
-    rng: SketchRng,
+    rng: SeededRng,
     /// Rounds played.
     rounds: usize,
     interval: usize,
@@ -181,39 +233,20 @@ impl<K: Kernel> RPerp<K> {
         seed: u64,
     ) -> Result<Self> {
         let arms = arms.as_points()?;
-        if params.horizon < 2 {
-            return Err(Error::InvalidParameter {
-                name: "horizon",
-                value: params.horizon as f64,
-                expected: "T ≥ 2",
-            });
-        }
-        let noise = positive("noise", params.noise)?;
-        let lambda = positive("lambda", params.lambda.unwrap_or(noise * noise))?;
-        let norm = non_negative("norm_bound", params.norm_bound)?;
-        if !(params.delta > 0.0 && params.delta < 1.0) {
-            return Err(Error::InvalidParameter {
-                name: "delta",
-                value: params.delta,
-                expected: "a number in (0, 1)",
-            });
-        }
-        let constant = positive("constant", params.constant)?;
-        let scale = positive("width_scale", params.width_scale)?;
-        let smoothness = kernel.smoothness();
+        params.check()?;
+        let (noise, norm, constant) = (params.noise, params.norm_bound, params.constant);
+        let lambda = params.effective_lambda();
         let interval_len = match params.interval {
-            Some(h) if (1..=params.horizon).contains(&h) => h,
-            Some(h) => {
-                return Err(Error::InvalidParameter {
-                    name: "interval",
-                    value: h as f64,
-                    expected: "an integer in [1, T]",
-                });
-            }
-            None => rperp_interval(smoothness, arms.dim(), params.horizon, params.variation)?,
+            Some(h) => h,
+            None => rperp_interval(
+                kernel.smoothness(),
+                arms.dim(),
+                params.horizon,
+                params.variation,
+            )?,
         };
         let width = match params.width {
-            Some(w) => positive("width", w)?,
+            Some(w) => w,
             None => {
                 let (t, h) = (params.horizon as f64, interval_len as f64);
                 let q = (t / h).ceil() * (1.0 + h.log2().max(1.0).log2());
@@ -221,7 +254,7 @@ impl<K: Kernel> RPerp<K> {
                 norm * (constant / lambda.sqrt() * log.sqrt() + 1.0)
                     + noise / lambda.sqrt() * (2.0 * log).sqrt()
             }
-        } * scale;
+        } * params.width_scale;
         let gp = GreedyVariance::new(kernel, &arms, lambda)?;
         let active = (0..gp.candidates()).collect();
         Ok(Self {
@@ -230,7 +263,7 @@ impl<K: Kernel> RPerp<K> {
             lambda,
             interval_len,
             width,
-            rng: SketchRng::new(seed),
+            rng: SeededRng::new(seed),
             rounds: 0,
             interval: 0,
             interval_start: 0,
@@ -455,6 +488,9 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for RPerp<
     fn restore(&mut self) -> Result<()> {
         use crate::snapshot::ensure;
         self.gp.restore()?;
+        self.params
+            .check()
+            .map_err(crate::snapshot::rebuild_error("R-PERP parameters"))?;
         let arms = self.gp.candidates();
         ensure(
             self.interval_len > 0
