@@ -55,6 +55,7 @@ use faer::linalg::matmul::matmul;
 use faer::{Accum, Mat, MatRef, Par};
 
 use super::eigen::Eigen;
+use super::search;
 use super::{
     BoundParams, Bounds, CheckedParams, ConfidenceBound, DMM_GRID, argmax_lowest, forward_posterior,
 };
@@ -605,7 +606,10 @@ impl<'a> Objective<'a> {
             } else {
                 logs[k + 1]
             };
-            let (s, v) = self.brent(lo, hi, logs[k], values[k]);
+            // ln a to ±(10⁻⁶|ln a| + 10⁻⁷): the value, smooth in ln a, is then within about
+            // 10⁻¹¹ relative of the minimum.
+            let f = |s: f64| self.value(s.exp());
+            let (s, v) = search::brent(f, lo, hi, logs[k], values[k], 1e-6, 1e-7);
             if v < best.0 {
                 best = (v, Optimum::At(s.exp()));
             }
@@ -633,75 +637,6 @@ impl<'a> Objective<'a> {
             step *= 2.0;
         }
         (s + direction * step).clamp(-LN_A_LIMIT, LN_A_LIMIT)
-    }
-
-    /// Brent's minimisation (golden section with parabolic steps) over ln a ∈ [lo, hi],
-    /// starting from `x` with value `fx`; returns (ln a, value) of the best point evaluated.
-    /// Stops when ln a is known to ±(10⁻⁶|ln a| + 10⁻⁷): the value, smooth in ln a, is then
-    /// within about 10⁻¹¹ relative of the minimum.
-    fn brent(&self, mut lo: f64, mut hi: f64, x: f64, fx: f64) -> (f64, f64) {
-        const GOLDEN: f64 = 0.381_966_011_250_105_1;
-        let f = |s: f64| self.value(s.exp());
-        let (mut x, mut w, mut v) = (x, x, x);
-        let (mut fx, mut fw, mut fv) = (fx, fx, fx);
-        let (mut d, mut e) = (0.0_f64, 0.0_f64);
-        for _ in 0..100 {
-            let middle = 0.5 * (lo + hi);
-            let tol = 1e-6 * x.abs() + 1e-7;
-            if (x - middle).abs() <= 2.0 * tol - 0.5 * (hi - lo) {
-                break;
-            }
-            let mut golden = true;
-            if e.abs() > tol {
-                let r = (x - w) * (fx - fv);
-                let q = (x - v) * (fx - fw);
-                let mut p = (x - v) * q - (x - w) * r;
-                let mut q = 2.0 * (q - r);
-                if q > 0.0 {
-                    p = -p;
-                }
-                q = q.abs();
-                if p.abs() < (0.5 * q * e).abs() && p > q * (lo - x) && p < q * (hi - x) {
-                    e = d;
-                    d = p / q;
-                    let u = x + d;
-                    if u - lo < 2.0 * tol || hi - u < 2.0 * tol {
-                        d = tol.copysign(middle - x);
-                    }
-                    golden = false;
-                }
-            }
-            if golden {
-                e = if x >= middle { lo - x } else { hi - x };
-                d = GOLDEN * e;
-            }
-            let u = if d.abs() >= tol {
-                x + d
-            } else {
-                x + tol.copysign(d)
-            };
-            let fu = f(u);
-            if fu <= fx {
-                if u >= x {
-                    lo = x;
-                } else {
-                    hi = x;
-                }
-                (v, fv, w, fw, x, fx) = (w, fw, x, fx, u, fu);
-            } else {
-                if u < x {
-                    lo = u;
-                } else {
-                    hi = u;
-                }
-                if fu <= fw || w == x {
-                    (v, fv, w, fw) = (w, fw, u, fu);
-                } else if fu <= fv || v == x || v == w {
-                    (v, fv) = (u, fu);
-                }
-            }
-        }
-        (x, fx)
     }
 }
 
@@ -841,28 +776,9 @@ impl<K: Kernel> Cmm<K> {
             }
         };
         let scale = spectrum.values.last().copied().unwrap_or(0.0).max(a0);
-        let (mut lo, mut hi) = ((scale * 1e-12).ln(), (scale * 1e12).ln());
-        let phi = (5f64.sqrt() - 1.0) / 2.0;
-        let (mut u1, mut u2) = (hi - phi * (hi - lo), lo + phi * (hi - lo));
-        let (mut h1, mut h2) = (h(u1.exp()), h(u2.exp()));
-        for _ in 0..120 {
-            if h1 <= h2 {
-                hi = u2;
-                (u2, h2) = (u1, h1);
-                u1 = hi - phi * (hi - lo);
-                h1 = h(u1.exp());
-            } else {
-                lo = u1;
-                (u1, h1) = (u2, h2);
-                u2 = lo + phi * (hi - lo);
-                h2 = h(u2.exp());
-            }
-        }
-        let found = if h1 <= h2 {
-            (u1.exp(), h1)
-        } else {
-            (u2.exp(), h2)
-        };
+        let (lo, hi) = ((scale * 1e-12).ln(), (scale * 1e12).ln());
+        let (s, value) = search::golden_section(|s: f64| h(s.exp()), lo, hi, 120);
+        let found = (s.exp(), value);
         let limit = (0.0, slack_radius_sq - spectrum.null_energy);
         [found, limit, (a0, h(a0))]
             .into_iter()

@@ -27,6 +27,7 @@ mod k_ucb;
 mod kind;
 mod mixture;
 mod params;
+mod search;
 pub(crate) mod sketch;
 
 pub use amm::Amm;
