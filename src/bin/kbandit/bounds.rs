@@ -3,12 +3,13 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use kernel_bandits::Result;
 use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;
 
 use crate::Assumptions;
+use crate::kernels::KernelName;
 use crate::table::{self, Table};
 
 /// Arguments of `kbandit bounds`.
@@ -44,33 +45,20 @@ pub struct BoundsArgs {
     eta: f64,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum KernelName {
-    Rbf,
-    Matern12,
-    Matern32,
-    Matern52,
-    Linear,
-}
-
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
     let lengthscale = || {
         args.lengthscale.ok_or_else(|| {
             format!(
                 "--lengthscale is required for the {} kernel",
-                args.kernel
-                    .to_possible_value()
-                    .map_or_else(String::new, |v| v.get_name().to_string())
+                args.kernel.tag()
             )
         })
     };
     let invalid = |e: Error| format!("--lengthscale: {e}");
-    Ok(match args.kernel {
-        KernelName::Rbf => Box::new(Rbf::new(lengthscale()?).map_err(invalid)?),
-        KernelName::Matern12 => Box::new(Matern::new(0.5, lengthscale()?).map_err(invalid)?),
-        KernelName::Matern32 => Box::new(Matern::new(1.5, lengthscale()?).map_err(invalid)?),
-        KernelName::Matern52 => Box::new(Matern::new(2.5, lengthscale()?).map_err(invalid)?),
-        KernelName::Linear => Box::new(Linear::new()),
+    Ok(match (args.kernel, args.kernel.nu()) {
+        (KernelName::Linear, _) => Box::new(Linear::new()),
+        (_, Some(nu)) => Box::new(Matern::new(nu, lengthscale()?).map_err(invalid)?),
+        (_, None) => Box::new(Rbf::new(lengthscale()?).map_err(invalid)?),
     })
 }
 

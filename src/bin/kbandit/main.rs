@@ -18,6 +18,7 @@
 
 mod bench;
 mod bounds;
+mod kernels;
 mod plot;
 mod reproduce;
 mod table;

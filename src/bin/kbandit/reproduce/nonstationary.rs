@@ -9,6 +9,7 @@
 //! Gopalan 2017 Thm 2), with γ the greedy estimate of the maximum information gain over one
 //! interval / window (Srinivas et al. 2010 §5.1, as the paper does).
 
+use crate::kernels::KernelName;
 use clap::{Args, ValueEnum};
 use kernel_bandits::env::DriftingProblem;
 use kernel_bandits::nonstationary::{
@@ -27,8 +28,8 @@ use crate::plot::{Curve, regret_plot};
 #[derive(Debug, Args)]
 pub struct NonstationaryArgs {
     /// Kernels (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelChoice::Rbf, KernelChoice::Matern52])]
-    kernels: Vec<KernelChoice>,
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelName::Rbf, KernelName::Matern52])]
+    kernels: Vec<KernelName>,
     /// Methods (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Method::Random, Method::RGpUcb, Method::SwGpUcb, Method::RPerp, Method::RPerpTheory])]
     methods: Vec<Method>,
@@ -49,28 +50,6 @@ pub struct NonstationaryArgs {
     practical_scale: f64,
     #[command(flatten)]
     run: RunOptions,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum KernelChoice {
-    Rbf,
-    Matern52,
-}
-
-impl KernelChoice {
-    fn tag(self) -> &'static str {
-        match self {
-            Self::Rbf => "rbf",
-            Self::Matern52 => "matern52",
-        }
-    }
-
-    fn title(self) -> &'static str {
-        match self {
-            Self::Rbf => "SE",
-            Self::Matern52 => "Matérn 5/2",
-        }
-    }
 }
 
 /// The agents of Iwazaki & Takeno 2025 Figure 2, with R-PERP twice.
@@ -115,24 +94,35 @@ struct Run {
     width: Option<f64>,
 }
 
+/// The kernel's name in tables and plots; Iwazaki & Takeno (2025) call RBF "SE".
+fn se_title(kernel: KernelName) -> &'static str {
+    match kernel {
+        KernelName::Rbf => "SE",
+        _ => kernel.title(),
+    }
+}
+
 /// Label of the agents' streams, derived from the problem seed.
 const AGENT_LABEL: u64 = 0x61_6765_6e74; // "agent"
 
 fn run_one(
-    kernel: KernelChoice,
+    kernel: KernelName,
     method: Method,
     rep: usize,
     args: &NonstationaryArgs,
 ) -> Result<Run, Error> {
-    match kernel {
-        KernelChoice::Rbf => play(Rbf::new(0.5)?, kernel, method, rep, args),
-        KernelChoice::Matern52 => play(Matern::new(2.5, 0.5)?, kernel, method, rep, args),
+    match (kernel, kernel.nu()) {
+        (KernelName::Rbf, _) => play(Rbf::new(0.5)?, kernel, method, rep, args),
+        (_, Some(nu)) => play(Matern::new(nu, 0.5)?, kernel, method, rep, args),
+        (_, None) => Err(Error::Unsupported {
+            what: "the linear kernel in `reproduce nonstationary`".into(),
+        }),
     }
 }
 
 fn play<K: Kernel + Copy + 'static>(
     kernel: K,
-    choice: KernelChoice,
+    choice: KernelName,
     method: Method,
     rep: usize,
     args: &NonstationaryArgs,
@@ -271,6 +261,17 @@ fn check_args(args: &NonstationaryArgs) -> Result<(), String> {
     if let Some(k) = first_repeat(&args.kernels) {
         return fail(&format!("--kernels lists {} twice", k.tag()));
     }
+    for kernel in &args.kernels {
+        kernel.require(
+            &[
+                KernelName::Rbf,
+                KernelName::Matern52,
+                KernelName::Matern32,
+                KernelName::Matern12,
+            ],
+            "reproduce nonstationary",
+        )?;
+    }
     args.run.check()?;
     Ok(())
 }
@@ -279,7 +280,7 @@ fn check_args(args: &NonstationaryArgs) -> Result<(), String> {
 pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
     check_args(args)?;
     create_dir(&args.run.out)?;
-    let jobs: Vec<(KernelChoice, Method, usize)> = args
+    let jobs: Vec<(KernelName, Method, usize)> = args
         .kernels
         .iter()
         .flat_map(|&k| {
@@ -296,7 +297,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
             run_one(kernel, method, rep, args).map_err(|e| {
                 format!(
                     "{} with {} (repetition {rep}): {e}",
-                    kernel.title(),
+                    se_title(kernel),
                     method.tag()
                 )
             })
@@ -367,7 +368,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
         let stem = args.run.out.join(format!("nonstationary_{}", kernel.tag()));
         let title = format!(
             "{} kernel, changes at T/5 and 2T/5: cumulative regret, mean ± 1 s.e. over {} seeds",
-            kernel.title(),
+            se_title(*kernel),
             args.reps
         );
         regret_plot(&stem, &title, &curves)?;

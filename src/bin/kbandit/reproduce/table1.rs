@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::kernels::KernelName;
 use clap::{Args, ValueEnum};
 use kernel_bandits::prelude::*;
 use serde::Serialize;
@@ -25,8 +26,8 @@ pub struct Table1Args {
     #[arg(long, default_value_t = 3)]
     dims: usize,
     /// Kernels (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelChoice::Rbf, KernelChoice::Matern52, KernelChoice::Matern32])]
-    kernels: Vec<KernelChoice>,
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [KernelName::Rbf, KernelName::Matern52, KernelName::Matern32])]
+    kernels: Vec<KernelName>,
     /// Length-scales (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.2], allow_negative_numbers = true)]
     lengthscales: Vec<f64>,
@@ -42,32 +43,6 @@ pub struct Table1Args {
     horizon: usize,
     #[command(flatten)]
     run: RunOptions,
-}
-
-/// The kernels of Flynn & Reeb 2024 §7.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum KernelChoice {
-    Rbf,
-    Matern52,
-    Matern32,
-}
-
-impl KernelChoice {
-    fn tag(self) -> &'static str {
-        match self {
-            Self::Rbf => "rbf",
-            Self::Matern52 => "matern52",
-            Self::Matern32 => "matern32",
-        }
-    }
-
-    fn title(self) -> &'static str {
-        match self {
-            Self::Rbf => "RBF",
-            Self::Matern52 => "Matérn 5/2",
-            Self::Matern32 => "Matérn 3/2",
-        }
-    }
 }
 
 /// The agents compared in Flynn & Reeb 2024 Table 1.
@@ -117,8 +92,8 @@ impl Method {
 
 /// Flynn & Reeb 2024 Table 1 (d = 3, T = 1000, 10 repetitions): (kernel, ℓ, method, mean, std). The
 /// paper ran CMM-UCB for 200 rounds only, so it has no column here.
-const PAPER_TABLE1: [(KernelChoice, f64, Method, f64, f64); 30] = {
-    use KernelChoice::*;
+const PAPER_TABLE1: [(KernelName, f64, Method, f64, f64); 30] = {
+    use KernelName::*;
     use Method::*;
     [
         (Rbf, 0.5, Dmm, 32.2, 20.9),
@@ -155,7 +130,7 @@ const PAPER_TABLE1: [(KernelChoice, f64, Method, f64, f64); 30] = {
 };
 
 /// The paper's (mean, std) for a cell, when the run has the paper's d and T.
-fn paper_cell(kernel: KernelChoice, lengthscale: f64, method: Method) -> Option<(f64, f64)> {
+fn paper_cell(kernel: KernelName, lengthscale: f64, method: Method) -> Option<(f64, f64)> {
     PAPER_TABLE1
         .iter()
         .find(|(k, l, m, _, _)| *k == kernel && *l == lengthscale && *m == method)
@@ -164,7 +139,7 @@ fn paper_cell(kernel: KernelChoice, lengthscale: f64, method: Method) -> Option<
 
 #[derive(Debug, Clone, Copy)]
 struct Setting {
-    kernel: KernelChoice,
+    kernel: KernelName,
     lengthscale: f64,
 }
 
@@ -191,10 +166,14 @@ fn run_one(setting: Setting, method: Method, rep: usize, args: &Table1Args) -> R
     let seed = setting.seed(args.run.seed, rep);
     let l = setting.lengthscale;
     let start = Instant::now();
-    let cumulative = match setting.kernel {
-        KernelChoice::Rbf => play(Rbf::new(l)?, method, seed, args)?,
-        KernelChoice::Matern52 => play(Matern::new(2.5, l)?, method, seed, args)?,
-        KernelChoice::Matern32 => play(Matern::new(1.5, l)?, method, seed, args)?,
+    let cumulative = match (setting.kernel, setting.kernel.nu()) {
+        (KernelName::Rbf, _) => play(Rbf::new(l)?, method, seed, args)?,
+        (_, Some(nu)) => play(Matern::new(nu, l)?, method, seed, args)?,
+        (_, None) => {
+            return Err(Error::Unsupported {
+                what: "the linear kernel in `reproduce table1`".into(),
+            });
+        }
     };
     Ok(Run {
         cumulative,
@@ -285,6 +264,17 @@ fn check_args(args: &Table1Args) -> Result<(), String> {
     }
     if let Some(l) = first_repeat(&args.lengthscales) {
         return fail(&format!("--lengthscales lists {l} twice"));
+    }
+    for kernel in &args.kernels {
+        kernel.require(
+            &[
+                KernelName::Rbf,
+                KernelName::Matern52,
+                KernelName::Matern32,
+                KernelName::Matern12,
+            ],
+            "reproduce table1",
+        )?;
     }
     args.run.check()?;
     Ok(())

@@ -1,0 +1,67 @@
+//! The kernels the command line offers, one list for every command.
+
+use clap::ValueEnum;
+
+/// A kernel by name. The discriminants are fixed: `reproduce` derives its problem seeds from
+/// them, so reordering the variants must not change a reproduction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum KernelName {
+    /// Squared exponential (RBF): k = exp(−r²/(2ℓ²)).
+    Rbf = 0,
+    /// Matérn ν = 5/2.
+    Matern52 = 1,
+    /// Matérn ν = 3/2.
+    Matern32 = 2,
+    /// Matérn ν = 1/2 (exponential).
+    Matern12 = 3,
+    /// Linear: k = xᵀx' (no length-scale).
+    Linear = 4,
+}
+
+impl KernelName {
+    /// The name on the command line and in file names.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::Rbf => "rbf",
+            Self::Matern52 => "matern52",
+            Self::Matern32 => "matern32",
+            Self::Matern12 => "matern12",
+            Self::Linear => "linear",
+        }
+    }
+
+    /// The name in tables and plots.
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Rbf => "RBF",
+            Self::Matern52 => "Matérn 5/2",
+            Self::Matern32 => "Matérn 3/2",
+            Self::Matern12 => "Matérn 1/2",
+            Self::Linear => "linear",
+        }
+    }
+
+    /// Matérn's ν, for the Matérn kernels.
+    pub fn nu(self) -> Option<f64> {
+        match self {
+            Self::Matern52 => Some(2.5),
+            Self::Matern32 => Some(1.5),
+            Self::Matern12 => Some(0.5),
+            Self::Rbf | Self::Linear => None,
+        }
+    }
+
+    /// Refuses a kernel that `command` does not run (those of its paper).
+    pub fn require(self, allowed: &[Self], command: &str) -> Result<(), String> {
+        if allowed.contains(&self) {
+            Ok(())
+        } else {
+            let names: Vec<&str> = allowed.iter().map(|k| k.tag()).collect();
+            Err(format!(
+                "{command} runs the kernels {}, not {}",
+                names.join(", "),
+                self.tag()
+            ))
+        }
+    }
+}
