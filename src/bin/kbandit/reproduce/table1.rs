@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use crate::kernels::KernelName;
 use clap::{Args, ValueEnum};
+use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;
 use serde::Serialize;
 
@@ -58,14 +59,7 @@ enum Method {
 
 impl Method {
     fn tag(self) -> &'static str {
-        match self {
-            Self::Cmm => "cmm",
-            Self::Dmm => "dmm",
-            Self::Amm => "amm",
-            Self::Ay => "ay",
-            Self::Igp => "igp",
-            Self::Random => "random",
-        }
+        self.bound().map_or("random", BoundKind::name)
     }
 
     /// Rough relative cost of a run, to start the longest first.
@@ -75,6 +69,18 @@ impl Method {
             Self::Dmm => 5,
             Self::Random => 0,
             _ => 1,
+        }
+    }
+
+    /// The bound of a UCB agent (`None` for the random agent).
+    fn bound(self) -> Option<BoundKind> {
+        match self {
+            Self::Cmm => Some(BoundKind::Cmm),
+            Self::Dmm => Some(BoundKind::Dmm),
+            Self::Amm => Some(BoundKind::Amm),
+            Self::Ay => Some(BoundKind::Ay),
+            Self::Igp => Some(BoundKind::Igp),
+            Self::Random => None,
         }
     }
 
@@ -199,13 +205,12 @@ fn play<K: Kernel + Clone + 'static>(
     };
     let problem = SyntheticProblem::new(kernel.clone(), config, seed)?;
     let params = BoundParams::paper_defaults(&kernel, args.dims, args.horizon);
-    let mut agent: Box<dyn BanditAgent> = match method {
-        Method::Cmm => Box::new(UcbAgent::new(Cmm::new(kernel, params)?)),
-        Method::Dmm => Box::new(UcbAgent::new(Dmm::new(kernel, params)?)),
-        Method::Amm => Box::new(UcbAgent::new(Amm::new(kernel, params)?)),
-        Method::Ay => Box::new(UcbAgent::new(Ay::new(kernel, params)?)),
-        Method::Igp => Box::new(UcbAgent::new(Igp::new(kernel, params)?)),
-        Method::Random => Box::new(RandomAgent::new(derive_seed(seed, &[RANDOM_AGENT_LABEL]))),
+    let mut agent: Box<dyn BanditAgent> = match method.bound() {
+        Some(kind) => {
+            let config = BoundConfig::new().params(params);
+            Box::new(UcbAgent::new(kind.build(kernel, &config)?))
+        }
+        None => Box::new(RandomAgent::new(derive_seed(seed, &[RANDOM_AGENT_LABEL]))),
     };
     Ok(problem.run(agent.as_mut(), args.horizon)?.cumulative())
 }
