@@ -174,7 +174,7 @@ const REFRESH_EVERY: usize = 100;
 /// to about 100·t^{3/2}·ε·‖K‖ (7·10⁻¹⁰·‖K‖ at t = 1000). Smaller ones can still move CMM's
 /// bound where it is decided by small eigenvalues (a → 0); the structured tests compare every
 /// update with a full decomposition to 10⁻¹².
-pub const SPECTRAL_CHECK_TOLERANCE: f64 = 100.0;
+pub(crate) const SPECTRAL_CHECK_TOLERANCE: f64 = 100.0;
 
 /// Below this multiple of θ (the dropped eigenvalues' bound) the dual objective is evaluated on
 /// the numerical range only, with the slack of the module documentation.
@@ -185,7 +185,7 @@ const FULL_SPECTRUM_FROM: f64 = 1e6;
 /// After every bordered update the decomposition is checked in O(t²) against the kernel
 /// matrix, through the Cholesky factor of K_t + a0·I that the posterior keeps (Kv = L(Lᵀv) −
 /// a0·v): the reconstruction residual ‖(K − UΛUᵀ)v‖/‖K‖ for a fresh random unit v, and the
-/// orthogonality defect ‖Uᵀuⱼ − eⱼ‖ of a random column. Past [`SPECTRAL_CHECK_TOLERANCE`]·t·ε
+/// orthogonality defect ‖Uᵀuⱼ − eⱼ‖ of a random column. Past 100·t·ε
 /// the update is discarded and a full decomposition computed instead. The random draws are seeded
 /// from t, so a run (and a restored snapshot) is reproducible.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

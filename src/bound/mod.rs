@@ -33,7 +33,7 @@ pub(crate) mod sketch;
 pub use amm::Amm;
 pub use ay::Ay;
 pub use bkb::Bkb;
-pub use cmm::{Certificate, Cmm, SPECTRAL_CHECK_TOLERANCE, SpectralHealth};
+pub use cmm::{Certificate, Cmm, SpectralHealth};
 pub use diagnostics::Diagnostics;
 pub use dmm::{DMM_GRID, Dmm};
 pub use ek_ucb::EkUcb;
