@@ -12,7 +12,8 @@
 //! | EK-UCB | [`EkUcb`] | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 | β̃ on σ̃, dictionary grown by KORS |
 //!
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
-//! of points, the mean, the lower and the upper confidence bound.
+//! of points, the mean, the lower and the upper confidence bound. [`BoundKind`] names them, and
+//! builds any of them from a [`BoundConfig`] as an [`AnyBound`].
 
 mod amm;
 mod ay;
@@ -162,8 +163,10 @@ pub(crate) fn check_width(width: f64) -> Result<f64> {
 
 /// A confidence bound on an unknown function, updated one observation at a time.
 ///
-/// Object safe: a `Box<dyn ConfidenceBound>` is itself a `ConfidenceBound`, so a bound chosen
-/// at run time (e.g. from a configuration file) works everywhere a concrete one does.
+/// Object safe: a `Box<dyn ConfidenceBound>` is itself a `ConfidenceBound`, so a bound of your
+/// own works everywhere a concrete one does. For one of the crate's bounds chosen at run time
+/// (e.g. from a configuration file), [`BoundKind::build`] returns an [`AnyBound`], which can
+/// also be cloned and snapshotted.
 ///
 /// # Examples
 /// ```
