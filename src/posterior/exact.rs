@@ -1,12 +1,12 @@
 //! The exact GP posterior for several regularisers over one store of observations.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::CholeskyFactor;
 use super::fixed::{FixedArms, accumulate_row};
-use super::health::{CHECK_EVERY, Health};
+use super::health::{CHECK_EVERY, Health, clamp_variance};
 use super::select;
+use super::workspace::{QueryWorkspace, SharedWorkspace, prefix};
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
 use crate::points::{Points, check_point};
@@ -19,7 +19,7 @@ use crate::points::{Points, check_point};
 /// - q_a = y_tᵀ(K_t + aI)⁻¹y_t,  ld_a = ln det(I + K_t/a)
 ///
 /// Every regulariser keeps its own Cholesky factor of K_t + aI, appended in O(t²) per
-/// observation (paper 001 App. E.2); the points and targets are stored once, and the kernel
+/// observation (Flynn & Reeb 2024 App. E.2); the points and targets are stored once, and the kernel
 /// values of an update or a query are computed once for all regularisers.
 /// A batch query of m points evaluates the t × m cross-kernel block once and solves it against
 /// each factor.
@@ -49,13 +49,9 @@ pub struct ExactPosterior<K> {
     factors: Vec<CholeskyFactor>,
     /// Counts changes of the observations, so that a cached query knows whether it is current.
     generation: u64,
-    /// The blocks of the last query, kept for two reasons: a fresh multi-megabyte allocation
-    /// per query costs page faults comparable to the kernel evaluations, and a UCB agent's next
-    /// observation is one of the points it just queried, whose solved column L⁻¹k_t(x) is then
-    /// already here (the append costs O(t) instead of an O(t²) substitution per regulariser).
-    /// A query that finds the workspace busy (concurrent use through `&self`) allocates its own.
+    /// The blocks of the last query ([`super::workspace`]).
     #[cfg_attr(feature = "serde", serde(skip))]
-    workspace: Mutex<QueryWorkspace>,
+    workspace: SharedWorkspace,
     /// The solved columns of a fixed arm set, kept up to date by every update
     /// ([`ExactPosterior::fix_arms`]).
     fixed: Option<FixedArms>,
@@ -64,42 +60,6 @@ pub struct ExactPosterior<K> {
     last_pick: AtomicUsize,
     /// Residual checks, refactorisations and clamped pivots ([`super::health`]).
     health: Health,
-}
-
-#[derive(Debug, Default)]
-struct QueryWorkspace {
-    /// Per regulariser, the solved block L⁻¹[k_t(x₁) … k_t(x_m)], row-major t × m.
-    blocks: Vec<Vec<f64>>,
-    /// The query points, row-major m × d.
-    points: Vec<f64>,
-    /// Number of query points m.
-    len: usize,
-    /// The posterior generation the blocks belong to; `None` while they are not valid.
-    generation: Option<u64>,
-    /// Scratch for the unsolved cross-kernel block of [`ExactPosterior::argmax_upper`].
-    cross: Vec<f64>,
-}
-
-impl QueryWorkspace {
-    /// The solved columns of query point `x`, one per regulariser, if the workspace holds a
-    /// current query containing exactly `x`.
-    fn solved_columns(&self, x: &[f64], generation: u64, t: usize) -> Option<Vec<Vec<f64>>> {
-        if self.generation != Some(generation) || t == 0 {
-            return None;
-        }
-        let d = x.len();
-        let j = self
-            .points
-            .chunks_exact(d)
-            .take(self.len)
-            .position(|p| p == x)?;
-        Some(
-            self.blocks
-                .iter()
-                .map(|block| (0..t).map(|i| block[i * self.len + j]).collect())
-                .collect(),
-        )
-    }
 }
 
 impl<K: Clone> Clone for ExactPosterior<K> {
@@ -111,21 +71,12 @@ impl<K: Clone> Clone for ExactPosterior<K> {
             targets: self.targets.clone(),
             factors: self.factors.clone(),
             generation: self.generation,
-            workspace: Mutex::default(),
+            workspace: SharedWorkspace::default(),
             fixed: self.fixed.clone(),
             last_pick: AtomicUsize::new(self.last_pick.load(Ordering::Relaxed)),
             health: self.health,
         }
     }
-}
-
-/// `buffer[..len]`, growing the buffer if needed; the contents are stale and must be
-/// overwritten.
-fn prefix(buffer: &mut Vec<f64>, len: usize) -> &mut [f64] {
-    if buffer.len() < len {
-        buffer.resize(len, 0.0);
-    }
-    &mut buffer[..len]
 }
 
 /// Posterior means and variances of a batch of points, for every regulariser.
@@ -196,7 +147,7 @@ impl<K: Kernel> ExactPosterior<K> {
             targets: Vec::new(),
             factors,
             generation: 0,
-            workspace: Mutex::default(),
+            workspace: SharedWorkspace::default(),
             fixed: None,
             last_pick: AtomicUsize::new(0),
             health: Health::default(),
@@ -357,10 +308,7 @@ impl<K: Kernel> ExactPosterior<K> {
             cached = fixed.position(x, hint).map(|j| fixed.solved_columns(j));
         }
         if cached.is_none() {
-            cached = match self.workspace.get_mut() {
-                Ok(workspace) => workspace.solved_columns(x, self.generation, t),
-                Err(poisoned) => poisoned.into_inner().solved_columns(x, self.generation, t),
-            };
+            cached = self.workspace.solved_columns(x, self.generation, t);
         }
         // Compute every factor's new row first, so that a failure leaves all of them untouched.
         let pending = match cached {
@@ -852,20 +800,6 @@ impl<K: Kernel> ExactPosterior<K> {
         self.after_change();
     }
 
-    /// Runs `query` on the reusable query workspace (or on a fresh one while a concurrent
-    /// query through `&self` holds it), marked invalid and with one block per regulariser.
-    fn with_workspace<R>(&self, query: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
-        let mut own = QueryWorkspace::default();
-        let mut shared = self.workspace.try_lock();
-        let workspace = match shared.as_deref_mut() {
-            Ok(workspace) => workspace,
-            Err(_) => &mut own,
-        };
-        workspace.generation = None;
-        workspace.blocks.resize_with(self.factors.len(), Vec::new);
-        query(workspace)
-    }
-
     /// Copies the query points into `query_points` (row-major m × d) and fills `cross`
     /// (row-major t × m) with k(xᵢ, q_j); returns k(q_j, q_j).
     ///
@@ -915,10 +849,8 @@ impl<K: Kernel> ExactPosterior<K> {
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
     /// solved first. The result is exact, not a heuristic: see the `select` module for why
-    /// this holds in floating point too. Measured (criterion, t = 1000, 100 fresh arms,
-    /// d = 3): select + update 1.05 ms against 2.56 ms for evaluating every arm with one
-    /// regulariser, 6.1 against 12.5 ms with DMM's five. Up to 128 observations it simply
-    /// evaluates every point, which is faster there. The chosen point's solved columns are
+    /// this holds in floating point too. Up to 128 observations (one storage block of the
+    /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
     /// kept, so that an update there costs O(t) per regulariser.
     ///
     /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
@@ -961,7 +893,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let batch = self.evaluate(points)?;
             return crate::bound::argmax_lowest(&upper_bounds(&batch, widths));
         }
-        self.with_workspace(|workspace| {
+        self.workspace.with(n_reg, |workspace| {
             let QueryWorkspace {
                 blocks,
                 points: query_points,
@@ -1000,8 +932,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let best = select::argmax(&batch, blocks)?;
             let d = points.dim();
             query_points.copy_within(best * d..(best + 1) * d, 0);
-            workspace.len = 1;
-            workspace.generation = Some(self.generation);
+            workspace.validate(1, self.generation);
             Ok(best)
         })
     }
@@ -1031,15 +962,15 @@ impl<K: Kernel> ExactPosterior<K> {
             });
         }
         let t = self.len();
-        self.with_workspace(|workspace| {
+        self.workspace.with(n_reg, |workspace| {
             let QueryWorkspace {
                 blocks,
                 points: query_points,
                 ..
             } = workspace;
             // Cross-kernel block, row-major t × m: row i holds k(xᵢ, q₁), …, k(xᵢ, q_m), so the
-            // columns are k_t(q_j). faer's blocked solve measured ~20% faster on this layout than
-            // on the column-major one. The last regulariser solves it in place, the others copies.
+            // columns are k_t(q_j). faer's blocked solve is faster on this layout than on the
+            // column-major one. The last regulariser solves it in place, the others copies.
             let (copies, last) = blocks.split_at_mut(n_reg - 1);
             let cross = prefix(&mut last[0], t * m);
             let prior_variance = self.query_kernel(points, query_points, cross)?;
@@ -1067,8 +998,7 @@ impl<K: Kernel> ExactPosterior<K> {
                     variances.push(clamp_variance(prior - ex, prior.abs() + a, j)?);
                 }
             }
-            workspace.len = m;
-            workspace.generation = Some(self.generation);
+            workspace.validate(m, self.generation);
             Ok(PosteriorBatch {
                 len: m,
                 prior_variance,
@@ -1095,32 +1025,9 @@ fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point (the
-/// pruning measured slower there: 0.28 against 0.22 ms for DMM at t = 100, 100 arms).
+/// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point: the
+/// factors have one storage block, so pruning by row chunks has little to skip.
 const SMALL_POSTERIOR: usize = super::cholesky::BLOCK_ROWS;
-
-/// Relative size, against k(x, x) + a, below which a negative posterior variance is taken for
-/// rounding and clamped to 0. The forward-substitution error grows like t·ε·√cond(K + aI); this
-/// leaves two orders of magnitude of room at t = 1000 even for a = 10⁻¹⁰.
-const ROUNDING_TOLERANCE: f64 = 1e-6;
-
-/// Clamps a posterior variance that rounding made slightly negative to 0.
-///
-/// # Errors
-/// [`Error::NotPositiveDefinite`] for a variance below −10⁻⁶·`scale` (the kernel is not positive
-/// semidefinite) or a NaN one.
-pub(crate) fn clamp_variance(variance: f64, scale: f64, row: usize) -> Result<f64> {
-    if variance >= 0.0 {
-        Ok(variance)
-    } else if variance >= -ROUNDING_TOLERANCE * scale {
-        Ok(0.0)
-    } else {
-        Err(Error::NotPositiveDefinite {
-            row,
-            pivot: variance,
-        })
-    }
-}
 
 #[cfg(feature = "serde")]
 impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for ExactPosterior<K> {

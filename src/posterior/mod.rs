@@ -1,9 +1,10 @@
 //! Posteriors of kernel ridge regression / Gaussian processes.
 //!
 //! [`ExactPosterior`] keeps the exact posterior of Flynn & Reeb 2024 Eqs. 2–3 for several
-//! regularisers over one store of observations, each regulariser with a [`CholeskyFactor`]
-//! grown one row per observation. [`SketchedPosterior`] is the Nyström (DTC) approximation of
-//! papers 002 and 003 that BKB and EK-UCB share: its cost per query does not grow with t.
+//! regularisers over one store of observations, each regulariser with a Cholesky factor grown
+//! one row per observation. [`SketchedPosterior`] is the Nyström (DTC) approximation of
+//! Calandriello et al. 2019 and Zenati et al. 2022 that BKB and EK-UCB share: its cost per
+//! query does not grow with t.
 
 mod cholesky;
 mod exact;
@@ -11,6 +12,7 @@ mod fixed;
 pub mod health;
 mod select;
 mod sketched;
+mod workspace;
 
 pub use cholesky::CholeskyFactor;
 pub use exact::{ExactPosterior, PosteriorBatch};
