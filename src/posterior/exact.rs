@@ -298,12 +298,7 @@ impl<K: Kernel> ExactPosterior<K> {
         }
         // A set that would outgrow its memory limit is dropped by this update: skip its work.
         if let Some(fixed) = self.fixed.as_ref().filter(|f| f.fits(1)) {
-            let mut row = vec![0.0; fixed.len()];
-            self.kernel.eval_rows(fixed.points(), x, &mut row);
-            if row.iter().any(|v| !v.is_finite()) {
-                return Err(non_finite());
-            }
-            fixed_row = Some(row);
+            fixed_row = Some(fixed.kernel_row(&self.kernel, x).ok_or_else(non_finite)?);
             let hint = self.last_pick.load(Ordering::Relaxed);
             cached = fixed.position(x, hint).map(|j| fixed.solved_columns(j));
         }
@@ -333,13 +328,7 @@ impl<K: Kernel> ExactPosterior<K> {
             }
         };
         match (&mut self.fixed, fixed_row) {
-            (Some(fixed), Some(kernel_row)) => {
-                let rows: Vec<&[f64]> =
-                    pending.iter().map(CholeskyFactor::pending_solved).collect();
-                let (diagonals, whitened): (Vec<f64>, Vec<f64>) =
-                    pending.iter().map(CholeskyFactor::pending_tail).unzip();
-                fixed.append(&kernel_row, &rows, &diagonals, &whitened);
-            }
+            (Some(fixed), Some(kernel_row)) => fixed.append(&kernel_row, &pending),
             (Some(_), None) => self.fixed = None,
             (None, _) => {}
         }
@@ -477,10 +466,49 @@ impl<K: Kernel> ExactPosterior<K> {
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
-        use faer::linalg::matmul::matmul;
-        use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-        use faer::{Accum, Mat, MatRef, Par, Side};
+        let n = points.len();
+        self.check_batch(points, targets)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let d = points.dim();
+        let mut new_points = Vec::with_capacity(n * d);
+        points.for_each(|_, x| new_points.extend_from_slice(x));
+        // Kernel values: K_{t,new} (t × n), K_new (n × n) and, for a fixed arm set that stays
+        // within its limit, K_{new,X} (n × A), row-major.
+        let (_, cross) = self.query_block(points)?;
+        let gram = self.gram(&new_points, d)?;
+        let kernel_rows = match self.fixed.as_ref().filter(|f| f.fits(n)) {
+            Some(fixed) => Some(
+                fixed
+                    .kernel_rows(&self.kernel, &new_points, d)
+                    .ok_or_else(non_finite_at_observation)?,
+            ),
+            None => None,
+        };
+        // Every factor's block first, so that a failure leaves all of them untouched.
+        let blocks = self
+            .factors
+            .iter()
+            .map(|factor| factor.pending_block(&cross, &gram, targets))
+            .collect::<Result<Vec<_>>>()?;
+        match (&mut self.fixed, kernel_rows) {
+            (Some(fixed), Some(kernel_rows)) => fixed.append_block(&kernel_rows, &blocks),
+            _ => self.fixed = None,
+        }
+        for (factor, block) in self.factors.iter_mut().zip(blocks) {
+            factor.commit_block(block);
+        }
+        self.dim = Some(d);
+        self.inputs.extend_from_slice(&new_points);
+        self.targets.extend_from_slice(targets);
+        self.generation += 1;
+        Ok(())
+    }
 
+    /// The checks of [`ExactPosterior::observe_many`] on its arguments, before any kernel
+    /// value is computed.
+    fn check_batch(&self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
         let n = points.len();
         if targets.len() != n {
             return Err(Error::InvalidParameter {
@@ -507,138 +535,25 @@ impl<K: Kernel> ExactPosterior<K> {
                 what: "observed target".into(),
             });
         }
-        let t = self.len();
-        // Sequential faer: the result must not depend on the number of threads.
-        let par = Par::Seq;
-        // Kernel values: k(xᵢ, xᵢ), K_{t,new} (t × n) and K_new (n × n), row-major.
-        let mut new_points = Vec::with_capacity(n * points.dim());
-        points.for_each(|_, x| new_points.extend_from_slice(x));
-        let (_, cross) = self.query_block(points)?;
+        Ok(())
+    }
+
+    /// K_new (n × n, row-major) for n new points of dimension `d`, row-major in `new_points`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite kernel value.
+    fn gram(&self, new_points: &[f64], d: usize) -> Result<Vec<f64>> {
+        let n = new_points.len() / d;
         let mut gram = vec![0.0; n * n];
         crate::parallel::for_each_chunk(&mut gram, n, n * n * 20, |i, row| {
-            let d = points.dim();
             self.kernel
-                .eval_rows(&new_points, &new_points[i * d..(i + 1) * d], row);
+                .eval_rows(new_points, &new_points[i * d..(i + 1) * d], row);
         });
-        let non_finite = || Error::NonFinite {
-            what: "kernel value at an observed point".into(),
-        };
-        if gram.iter().any(|v| !v.is_finite()) {
-            return Err(non_finite());
-        }
-        let keep_fixed = self.fixed.as_ref().is_some_and(|f| f.fits(n));
-        let kernel_rows = match self.fixed.as_ref().filter(|_| keep_fixed) {
-            Some(fixed) => {
-                let a = fixed.len();
-                let mut rows = vec![0.0; n * a];
-                crate::parallel::for_each_chunk(&mut rows, a, n * a * 20, |i, row| {
-                    let d = points.dim();
-                    self.kernel
-                        .eval_rows(fixed.points(), &new_points[i * d..(i + 1) * d], row);
-                });
-                if rows.iter().any(|v| !v.is_finite()) {
-                    return Err(non_finite());
-                }
-                Some(rows)
-            }
-            None => None,
-        };
-        let mut pending = Vec::with_capacity(self.factors.len());
-        let mut fixed_rows = Vec::new();
-        for factor in &self.factors {
-            let mut v = cross.clone();
-            factor.solve_block(&mut v, n);
-            let v_ref = MatRef::from_row_major_slice(&v, t, n);
-            // S = K_new + aI − VᵀV.
-            let mut schur = Mat::from_fn(n, n, |i, j| gram[i * n + j]);
-            for i in 0..n {
-                schur[(i, i)] += factor.regulariser();
-            }
-            if t > 0 {
-                matmul(
-                    schur.as_mut(),
-                    Accum::Add,
-                    v_ref.transpose(),
-                    v_ref,
-                    -1.0,
-                    par,
-                );
-            }
-            let llt = schur
-                .llt(Side::Lower)
-                .map_err(|_| Error::NotPositiveDefinite {
-                    row: t,
-                    pivot: f64::NAN,
-                })?;
-            let l22 = llt.L();
-            // w₂ = L₂₂⁻¹(y_new − Vᵀw).
-            let mut w2 = Mat::from_fn(n, 1, |i, _| targets[i]);
-            if t > 0 {
-                let w = MatRef::from_column_major_slice(factor.whitened_targets(), t, 1);
-                matmul(
-                    w2.as_mut(),
-                    Accum::Add,
-                    v_ref.transpose(),
-                    w,
-                    -1.0,
-                    Par::Seq,
-                );
-            }
-            solve_lower_triangular_in_place(l22, w2.as_mut(), Par::Seq);
-            let w2: Vec<f64> = (0..n).map(|i| w2[(i, 0)]).collect();
-            let quad_form = factor.quad_form() + w2.iter().map(|v| v * v).sum::<f64>();
-            let limit = super::cholesky::QUAD_FORM_LIMIT;
-            if w2.iter().any(|v| !v.is_finite())
-                || !(quad_form <= limit && factor.regulariser() * quad_form <= limit)
-            {
-                return Err(Error::NonFinite {
-                    what: "whitened target (the regulariser is too small for the data)".into(),
-                });
-            }
-            let l22_rows: Vec<f64> = (0..n * n).map(|k| l22[(k / n, k % n)]).collect();
-            if let (Some(fixed), Some(kernel_rows), true) = (&self.fixed, &kernel_rows, keep_fixed)
-            {
-                // New rows of the fixed columns: L₂₂⁻¹(K_{new,X} − VᵀV_X).
-                let a = fixed.len();
-                let r = pending.len();
-                let mut rows = Mat::from_fn(n, a, |i, j| kernel_rows[i * a + j]);
-                if t > 0 {
-                    let solved = MatRef::from_row_major_slice(fixed.solved(r), t, a);
-                    matmul(
-                        rows.as_mut(),
-                        Accum::Add,
-                        v_ref.transpose(),
-                        solved,
-                        -1.0,
-                        par,
-                    );
-                }
-                solve_lower_triangular_in_place(l22, rows.as_mut(), par);
-                let rows: Vec<f64> = (0..n * a).map(|k| rows[(k / a, k % a)]).collect();
-                fixed_rows.push((rows, w2.clone()));
-            }
-            pending.push(factor.pending_block(&v, &l22_rows, &w2));
-        }
-        if keep_fixed {
-            if let Some(fixed) = &mut self.fixed {
-                for (r, (rows, w2)) in fixed_rows.iter().enumerate() {
-                    fixed.push_rows(r, rows, w2);
-                }
-                fixed.finish_rows(n);
-            }
+        if gram.iter().all(|v| v.is_finite()) {
+            Ok(gram)
         } else {
-            self.fixed = None;
+            Err(non_finite_at_observation())
         }
-        for (factor, rows) in self.factors.iter_mut().zip(pending) {
-            for row in rows {
-                factor.commit(row);
-            }
-        }
-        self.dim = Some(points.dim());
-        self.inputs.extend_from_slice(&new_points);
-        self.targets.extend_from_slice(targets);
-        self.generation += 1;
-        Ok(())
     }
 
     /// Declares a fixed arm set: from now on every update keeps the arms' solved kernel
@@ -1006,6 +921,13 @@ impl<K: Kernel> ExactPosterior<K> {
                 variances,
             })
         })
+    }
+}
+
+/// The error for a non-finite kernel value at a point of [`ExactPosterior::observe_many`].
+fn non_finite_at_observation() -> Error {
+    Error::NonFinite {
+        what: "kernel value at an observed point".into(),
     }
 }
 
