@@ -39,7 +39,7 @@ fn block_width(block: usize) -> usize {
     derive(serde::Deserialize),
     serde(try_from = "snapshot::FactorState")
 )]
-pub struct CholeskyFactor {
+pub(crate) struct CholeskyFactor {
     regulariser: f64,
     len: usize,
     /// Row `i` of L is `blocks[b][r * w..r * w + i + 1]` with b = i / BLOCK_ROWS,
@@ -114,32 +114,27 @@ impl CholeskyFactor {
     }
 
     /// The regulariser a.
-    pub fn regulariser(&self) -> f64 {
+    pub(crate) fn regulariser(&self) -> f64 {
         self.regulariser
     }
 
     /// Number of observations t.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// Whether no observation has been absorbed.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// q_a = yᵀ(K_t + aI)⁻¹y.
-    pub fn quad_form(&self) -> f64 {
+    pub(crate) fn quad_form(&self) -> f64 {
         self.quad_form_prefix.last().copied().unwrap_or(0.0)
     }
 
     /// ld_a = ln det(I + K_t/a).
-    pub fn log_det(&self) -> f64 {
+    pub(crate) fn log_det(&self) -> f64 {
         self.log_det_prefix.last().copied().unwrap_or(0.0)
     }
 
     /// w = L⁻¹y, so that μ_a(x) = (L⁻¹k_t(x))ᵀw.
-    pub fn whitened_targets(&self) -> &[f64] {
+    pub(crate) fn whitened_targets(&self) -> &[f64] {
         &self.whitened_targets
     }
 
@@ -147,7 +142,7 @@ impl CholeskyFactor {
     ///
     /// # Panics
     /// If `i >= self.len()`.
-    pub fn row(&self, i: usize) -> &[f64] {
+    pub(crate) fn row(&self, i: usize) -> &[f64] {
         assert!(
             i < self.len,
             "row {i} out of range for a factor of {} rows",

@@ -183,7 +183,7 @@ impl<K: Kernel> ExactPosterior<K> {
     ///
     /// # Panics
     /// If `r` is out of range.
-    pub fn factor(&self, r: usize) -> &CholeskyFactor {
+    pub(crate) fn factor(&self, r: usize) -> &CholeskyFactor {
         &self.factors[r]
     }
 
@@ -224,7 +224,11 @@ impl<K: Kernel> ExactPosterior<K> {
 
     /// Counts the changes of the observations (updates and truncations), so that state derived
     /// from the posterior can be cached against it.
-    pub fn generation(&self) -> u64 {
+    #[allow(
+        dead_code,
+        reason = "public before; kept for crate code that caches state against the posterior"
+    )]
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
@@ -347,7 +351,8 @@ impl<K: Kernel> ExactPosterior<K> {
     }
 
     /// The numerical record: residual checks, refactorisations, clamped pivots (see
-    /// [`super::health`] for the policy).
+    /// [`super::health`] for the policy, and [`ExactPosterior::diagnostics`] for the residual
+    /// of a given row).
     pub fn health(&self) -> Health {
         self.health
     }
@@ -362,7 +367,7 @@ impl<K: Kernel> ExactPosterior<K> {
 
     /// The largest relative residual of row `i` over the factors, against a from-scratch
     /// recomputation of K_{i, 0..=i} (O(t·i)).
-    pub fn residual(&self, i: usize) -> f64 {
+    pub(crate) fn residual(&self, i: usize) -> f64 {
         let x = self.input(i);
         let mut kernel_row = vec![0.0; i + 1];
         let d = x.len();
@@ -377,7 +382,7 @@ impl<K: Kernel> ExactPosterior<K> {
     /// Checks one row (drawn from the update counter) and refactorises from scratch if its
     /// residual is beyond the tolerance; runs on its own every [`CHECK_EVERY`] changes.
     /// Returns the residual after any refactorisation.
-    pub fn check_health(&mut self) -> f64 {
+    pub(crate) fn check_health(&mut self) -> f64 {
         self.health.changes_since_check = 0;
         let t = self.len();
         if t == 0 {
@@ -403,7 +408,7 @@ impl<K: Kernel> ExactPosterior<K> {
     ///
     /// # Errors
     /// As [`ExactPosterior::observe_many`].
-    pub fn refactorise(&mut self) -> Result<()> {
+    pub(crate) fn refactorise(&mut self) -> Result<()> {
         let dim = self.dim.unwrap_or(0);
         if self.is_empty() {
             return Ok(());

@@ -7,6 +7,7 @@
 //! query does not grow with t.
 
 mod cholesky;
+mod diagnostics;
 mod exact;
 mod fixed;
 pub mod health;
@@ -14,7 +15,8 @@ mod select;
 mod sketched;
 mod workspace;
 
-pub use cholesky::CholeskyFactor;
+pub(crate) use cholesky::CholeskyFactor;
+pub use diagnostics::PosteriorDiagnostics;
 pub use exact::{ExactPosterior, PosteriorBatch};
 pub use health::Health;
 pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};
