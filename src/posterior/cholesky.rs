@@ -2,14 +2,14 @@
 //! App. E.2).
 
 use faer::linalg::matmul::matmul;
+use faer::linalg::solvers::Llt;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::prelude::ReborrowMut;
-use faer::linalg::solvers::Llt;
 use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
 
+use super::health::clamp_variance;
 use crate::error::{Error, Result};
 use crate::linalg::dot;
-use super::health::clamp_variance;
 
 /// The largest q_a (and a·q_a) an update may produce: targets whose quadratic form would pass
 /// it (|y| ≳ 10¹⁵⁰) are refused with [`Error::NonFinite`].
