@@ -700,7 +700,7 @@ impl<K: Kernel> ExactPosterior<K> {
     }
 
     /// Forgets the oldest observation (a sliding window's step): every factor is downdated in
-    /// O(t²) (see [`CholeskyFactor`]), not refactorised. Does nothing without data.
+    /// O(t²) (a rank-one Cholesky update, one Givens sweep), not refactorised. Does nothing without data.
     pub fn remove_oldest(&mut self) {
         if self.is_empty() {
             return;

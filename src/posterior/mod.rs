@@ -5,6 +5,13 @@
 //! one row per observation. [`SketchedPosterior`] is the Nyström (DTC) approximation of
 //! Calandriello et al. 2019 and Zenati et al. 2022 that BKB and EK-UCB share: its cost per
 //! query does not grow with t.
+//!
+//! Layout of the exact posterior: `exact.rs` holds the observation store and coordinates the
+//! updates and queries; `cholesky.rs` the factor with its single-row and block appends and
+//! the sliding-window downdate; `fixed.rs` the solved columns of a fixed arm set and their
+//! rows; `workspace.rs` the reusable query workspace; `select.rs` the pruned argmax;
+//! [`health`] the residual checks and the pivot policy; `diagnostics.rs` the read-only view
+//! [`PosteriorDiagnostics`].
 
 mod cholesky;
 mod diagnostics;
