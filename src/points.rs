@@ -260,7 +260,7 @@ impl AsPoints for DMatrix<f64> {
 }
 
 /// The joint point s = [context ‖ action] on which a contextual agent's kernel acts
-/// (paper 003 §2: a kernel on context–action pairs).
+/// (Zenati et al. 2022 §2: a kernel on context–action pairs).
 ///
 /// # Errors
 /// [`Error::ZeroDimension`] if `context` or `action` is empty, [`Error::NonFinite`] if any
@@ -285,8 +285,8 @@ pub fn join(context: &[f64], action: &[f64]) -> Result<Vec<f64>> {
 /// The arms of one contextual round: the joint points [context ‖ aᵢ] for every offered
 /// action aᵢ, in the order of the actions, stored row-major in one owned buffer.
 ///
-/// A contextual agent scores these joint points with a kernel on the whole vector (paper 003
-/// §5 uses a Gaussian kernel on (x, a)), so the index of the best joint point is the index of
+/// A contextual agent scores these joint points with a kernel on the whole vector (Zenati et al.
+/// 2022 §5 uses a Gaussian kernel on (x, a)), so the index of the best joint point is the index of
 /// the action to play.
 ///
 /// # Examples

@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use kernel_bandits::nonstationary::SlidingWindow;
-use kernel_bandits::posterior::health::{CHECK_EVERY, REFACTOR_TOLERANCE};
+use kernel_bandits::posterior::Health;
 use kernel_bandits::prelude::*;
 
 /// SplitMix64 in [0, 1).
@@ -48,8 +48,11 @@ fn near_duplicate_run(t: usize, tiny: f64) {
     scratch.observe_many(&xs.as_points().unwrap(), &ys).unwrap();
     let health = incremental.health();
     println!("t = {t}: {elapsed:.1} s of appends; {health:?}");
-    assert_eq!(health.checks, (t / CHECK_EVERY as usize) as u64);
-    assert!(health.largest_residual <= REFACTOR_TOLERANCE, "{health:?}");
+    assert_eq!(health.checks, (t / Health::CHECK_EVERY as usize) as u64);
+    assert!(
+        health.largest_residual <= Health::REFACTOR_TOLERANCE,
+        "{health:?}"
+    );
     let probes = [[0.5, 0.5], [0.5 + 5e-8, 0.5], [0.6, 0.4], [0.0, 1.0]];
     let a = incremental.evaluate(&probes.as_points().unwrap()).unwrap();
     let b = scratch.evaluate(&probes.as_points().unwrap()).unwrap();
@@ -140,7 +143,10 @@ fn beyond_double_precision_updates_are_refused_not_hidden() {
         gp.len()
     );
     assert!(refused > 0);
-    assert!(health.largest_residual <= REFACTOR_TOLERANCE, "{health:?}");
+    assert!(
+        health.largest_residual <= Health::REFACTOR_TOLERANCE,
+        "{health:?}"
+    );
 }
 
 /// SW-GP-UCB downdates the factor by Givens rotations every step; 4 000 slides of a window of

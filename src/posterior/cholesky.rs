@@ -2,13 +2,14 @@
 //! App. E.2).
 
 use faer::linalg::matmul::matmul;
+use faer::linalg::solvers::Llt;
 use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 use faer::prelude::ReborrowMut;
-use faer::{Accum, MatMut, MatRef, Par};
+use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
 
+use super::health::clamp_variance;
 use crate::error::{Error, Result};
 use crate::linalg::dot;
-use crate::posterior::exact::clamp_variance;
 
 /// The largest q_a (and a·q_a) an update may produce: targets whose quadratic form would pass
 /// it (|y| ≳ 10¹⁵⁰) are refused with [`Error::NonFinite`].
@@ -38,7 +39,7 @@ fn block_width(block: usize) -> usize {
     derive(serde::Deserialize),
     serde(try_from = "snapshot::FactorState")
 )]
-pub struct CholeskyFactor {
+pub(crate) struct CholeskyFactor {
     regulariser: f64,
     len: usize,
     /// Row `i` of L is `blocks[b][r * w..r * w + i + 1]` with b = i / BLOCK_ROWS,
@@ -50,6 +51,37 @@ pub struct CholeskyFactor {
     log_det_prefix: Vec<f64>,
     /// Prefix sums of wᵢ²: entry i is q_a after i + 1 observations.
     quad_form_prefix: Vec<f64>,
+}
+
+/// The rows that a block of n observations adds to a factor, computed against it but not yet
+/// appended ([`CholeskyFactor::pending_block`]).
+#[derive(Debug)]
+pub(crate) struct PendingBlock {
+    /// V = L⁻¹K_{t,new}, row-major t × n.
+    solved: Vec<f64>,
+    /// Rows t of the factor it was computed against.
+    rows: usize,
+    /// L₂₂, the Cholesky factor of the Schur complement K_new + aI − VᵀV.
+    llt: Llt<f64>,
+    /// w₂ = L₂₂⁻¹(y_new − Vᵀw).
+    w2: Vec<f64>,
+}
+
+impl PendingBlock {
+    /// V = L⁻¹K_{t,new}, row-major t × n.
+    pub(crate) fn solved(&self) -> MatRef<'_, f64> {
+        MatRef::from_row_major_slice(&self.solved, self.rows, self.w2.len())
+    }
+
+    /// L₂₂ (n × n, lower).
+    pub(crate) fn l22(&self) -> MatRef<'_, f64> {
+        self.llt.L()
+    }
+
+    /// w₂, the n new whitened targets.
+    pub(crate) fn whitened_targets(&self) -> &[f64] {
+        &self.w2
+    }
 }
 
 /// A row computed against the current factor but not yet appended.
@@ -82,32 +114,27 @@ impl CholeskyFactor {
     }
 
     /// The regulariser a.
-    pub fn regulariser(&self) -> f64 {
+    pub(crate) fn regulariser(&self) -> f64 {
         self.regulariser
     }
 
     /// Number of observations t.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    /// Whether no observation has been absorbed.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
     /// q_a = yᵀ(K_t + aI)⁻¹y.
-    pub fn quad_form(&self) -> f64 {
+    pub(crate) fn quad_form(&self) -> f64 {
         self.quad_form_prefix.last().copied().unwrap_or(0.0)
     }
 
     /// ld_a = ln det(I + K_t/a).
-    pub fn log_det(&self) -> f64 {
+    pub(crate) fn log_det(&self) -> f64 {
         self.log_det_prefix.last().copied().unwrap_or(0.0)
     }
 
     /// w = L⁻¹y, so that μ_a(x) = (L⁻¹k_t(x))ᵀw.
-    pub fn whitened_targets(&self) -> &[f64] {
+    pub(crate) fn whitened_targets(&self) -> &[f64] {
         &self.whitened_targets
     }
 
@@ -115,7 +142,7 @@ impl CholeskyFactor {
     ///
     /// # Panics
     /// If `i >= self.len()`.
-    pub fn row(&self, i: usize) -> &[f64] {
+    pub(crate) fn row(&self, i: usize) -> &[f64] {
         assert!(
             i < self.len,
             "row {i} out of range for a factor of {} rows",
@@ -213,8 +240,8 @@ impl CholeskyFactor {
     /// four rows first resolves its own four entries, then updates all earlier entries with
     /// four products and one load and store of α (a row-at-a-time axpy loads and stores α four
     /// times as often). It runs in `pulp`'s SIMD dispatch so that LLVM vectorises
-    /// it for the CPU at hand. On the paper-001 DMM run (T = 1000) it measured about 10% faster
-    /// overall than faer's blocked triangular solve plus transposed matrix–vector product.
+    /// it for the CPU at hand; a single pass reads L once, where faer's blocked triangular
+    /// solve plus a transposed matrix–vector product reads it twice.
     pub(crate) fn weights(&self) -> Vec<f64> {
         let mut alpha = self.whitened_targets.clone();
         pulp::Arch::new().dispatch(BackSubstitution {
@@ -290,26 +317,92 @@ impl CholeskyFactor {
         })
     }
 
-    /// The rows that appending a block of n observations adds, given V = L⁻¹K_{t,new}
-    /// (row-major t × n), the factor L₂₂ (row-major n × n, lower) of the Schur complement
-    /// K_new + aI − VᵀV, and w₂ = L₂₂⁻¹(y_new − Vᵀw); committed in order they extend the
-    /// factor exactly as n single appends would.
-    pub(crate) fn pending_block(&self, v: &[f64], l22: &[f64], w2: &[f64]) -> Vec<PendingRow> {
-        let (t, n) = (self.len, w2.len());
-        (0..n)
-            .map(|i| {
-                let mut row: Vec<f64> = (0..t).map(|k| v[k * n + i]).collect();
-                row.extend_from_slice(&l22[i * n..i * n + i]);
-                let diagonal = l22[i * n + i];
-                PendingRow {
-                    row,
-                    diagonal,
-                    log_det_increment: (diagonal * diagonal / self.regulariser).ln(),
-                    whitened_target: w2[i],
-                    clamped: false,
-                }
-            })
-            .collect()
+    /// The rows that appending a block of n observations adds, computed against the current
+    /// factor but not yet appended; changes nothing. Given `cross` = K_{t,new} (row-major
+    /// t × n), `gram` = K_new (row-major n × n) and the n new targets: V = L⁻¹K_{t,new}
+    /// (O(t²n)), the Schur complement K_new + aI − VᵀV (O(tn²)), its Cholesky factor L₂₂
+    /// (O(n³/3)) and w₂ = L₂₂⁻¹(y_new − Vᵀw), all with sequential faer (so that the result does
+    /// not depend on the number of threads). [`CholeskyFactor::commit_block`] then extends the
+    /// factor exactly as n single appends would, to rounding.
+    ///
+    /// # Errors
+    /// [`Error::NotPositiveDefinite`] if the Schur complement is not positive definite;
+    /// [`Error::NonFinite`] if w₂ is not finite or q_a would pass [`QUAD_FORM_LIMIT`].
+    pub(crate) fn pending_block(
+        &self,
+        cross: &[f64],
+        gram: &[f64],
+        targets: &[f64],
+    ) -> Result<PendingBlock> {
+        let (t, n) = (self.len, targets.len());
+        let par = Par::Seq;
+        let mut v = cross.to_vec();
+        self.solve_block(&mut v, n);
+        let v_ref = MatRef::from_row_major_slice(&v, t, n);
+        // S = K_new + aI − VᵀV.
+        let mut schur = Mat::from_fn(n, n, |i, j| gram[i * n + j]);
+        for i in 0..n {
+            schur[(i, i)] += self.regulariser;
+        }
+        if t > 0 {
+            matmul(
+                schur.as_mut(),
+                Accum::Add,
+                v_ref.transpose(),
+                v_ref,
+                -1.0,
+                par,
+            );
+        }
+        let llt = schur
+            .llt(Side::Lower)
+            .map_err(|_| Error::NotPositiveDefinite {
+                row: t,
+                pivot: f64::NAN,
+            })?;
+        let l22 = llt.L();
+        // w₂ = L₂₂⁻¹(y_new − Vᵀw).
+        let mut w2 = Mat::from_fn(n, 1, |i, _| targets[i]);
+        if t > 0 {
+            let w = MatRef::from_column_major_slice(&self.whitened_targets, t, 1);
+            matmul(w2.as_mut(), Accum::Add, v_ref.transpose(), w, -1.0, par);
+        }
+        solve_lower_triangular_in_place(l22, w2.as_mut(), par);
+        let w2: Vec<f64> = (0..n).map(|i| w2[(i, 0)]).collect();
+        let quad_form = self.quad_form() + w2.iter().map(|v| v * v).sum::<f64>();
+        if w2.iter().any(|v| !v.is_finite())
+            || !(quad_form <= QUAD_FORM_LIMIT && self.regulariser * quad_form <= QUAD_FORM_LIMIT)
+        {
+            return Err(Error::NonFinite {
+                what: "whitened target (the regulariser is too small for the data)".into(),
+            });
+        }
+        Ok(PendingBlock {
+            solved: v,
+            rows: t,
+            llt,
+            w2,
+        })
+    }
+
+    /// Appends a block computed by [`CholeskyFactor::pending_block`] against the current state,
+    /// row by row as n single appends would.
+    pub(crate) fn commit_block(&mut self, block: PendingBlock) {
+        let (t, n) = (block.rows, block.w2.len());
+        debug_assert_eq!(t, self.len);
+        let l22 = block.llt.L();
+        for i in 0..n {
+            let mut row: Vec<f64> = (0..t).map(|k| block.solved[k * n + i]).collect();
+            row.extend((0..i).map(|j| l22[(i, j)]));
+            let diagonal = l22[(i, i)];
+            self.commit(PendingRow {
+                row,
+                diagonal,
+                log_det_increment: (diagonal * diagonal / self.regulariser).ln(),
+                whitened_target: block.w2[i],
+                clamped: false,
+            });
+        }
     }
 
     /// Scales every diagonal entry by `1 + relative`: a stand-in for drift, for tests.

@@ -1,12 +1,12 @@
 //! The exact GP posterior for several regularisers over one store of observations.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::CholeskyFactor;
 use super::fixed::{FixedArms, accumulate_row};
-use super::health::{CHECK_EVERY, Health};
+use super::health::{CHECK_EVERY, Health, clamp_variance};
 use super::select;
+use super::workspace::{QueryWorkspace, SharedWorkspace, prefix};
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
 use crate::points::{Points, check_point};
@@ -19,7 +19,7 @@ use crate::points::{Points, check_point};
 /// - q_a = y_tᵀ(K_t + aI)⁻¹y_t,  ld_a = ln det(I + K_t/a)
 ///
 /// Every regulariser keeps its own Cholesky factor of K_t + aI, appended in O(t²) per
-/// observation (paper 001 App. E.2); the points and targets are stored once, and the kernel
+/// observation (Flynn & Reeb 2024 App. E.2); the points and targets are stored once, and the kernel
 /// values of an update or a query are computed once for all regularisers.
 /// A batch query of m points evaluates the t × m cross-kernel block once and solves it against
 /// each factor.
@@ -49,13 +49,9 @@ pub struct ExactPosterior<K> {
     factors: Vec<CholeskyFactor>,
     /// Counts changes of the observations, so that a cached query knows whether it is current.
     generation: u64,
-    /// The blocks of the last query, kept for two reasons: a fresh multi-megabyte allocation
-    /// per query costs page faults comparable to the kernel evaluations, and a UCB agent's next
-    /// observation is one of the points it just queried, whose solved column L⁻¹k_t(x) is then
-    /// already here (the append costs O(t) instead of an O(t²) substitution per regulariser).
-    /// A query that finds the workspace busy (concurrent use through `&self`) allocates its own.
+    /// The blocks of the last query ([`super::workspace`]).
     #[cfg_attr(feature = "serde", serde(skip))]
-    workspace: Mutex<QueryWorkspace>,
+    workspace: SharedWorkspace,
     /// The solved columns of a fixed arm set, kept up to date by every update
     /// ([`ExactPosterior::fix_arms`]).
     fixed: Option<FixedArms>,
@@ -64,42 +60,6 @@ pub struct ExactPosterior<K> {
     last_pick: AtomicUsize,
     /// Residual checks, refactorisations and clamped pivots ([`super::health`]).
     health: Health,
-}
-
-#[derive(Debug, Default)]
-struct QueryWorkspace {
-    /// Per regulariser, the solved block L⁻¹[k_t(x₁) … k_t(x_m)], row-major t × m.
-    blocks: Vec<Vec<f64>>,
-    /// The query points, row-major m × d.
-    points: Vec<f64>,
-    /// Number of query points m.
-    len: usize,
-    /// The posterior generation the blocks belong to; `None` while they are not valid.
-    generation: Option<u64>,
-    /// Scratch for the unsolved cross-kernel block of [`ExactPosterior::argmax_upper`].
-    cross: Vec<f64>,
-}
-
-impl QueryWorkspace {
-    /// The solved columns of query point `x`, one per regulariser, if the workspace holds a
-    /// current query containing exactly `x`.
-    fn solved_columns(&self, x: &[f64], generation: u64, t: usize) -> Option<Vec<Vec<f64>>> {
-        if self.generation != Some(generation) || t == 0 {
-            return None;
-        }
-        let d = x.len();
-        let j = self
-            .points
-            .chunks_exact(d)
-            .take(self.len)
-            .position(|p| p == x)?;
-        Some(
-            self.blocks
-                .iter()
-                .map(|block| (0..t).map(|i| block[i * self.len + j]).collect())
-                .collect(),
-        )
-    }
 }
 
 impl<K: Clone> Clone for ExactPosterior<K> {
@@ -111,21 +71,12 @@ impl<K: Clone> Clone for ExactPosterior<K> {
             targets: self.targets.clone(),
             factors: self.factors.clone(),
             generation: self.generation,
-            workspace: Mutex::default(),
+            workspace: SharedWorkspace::default(),
             fixed: self.fixed.clone(),
             last_pick: AtomicUsize::new(self.last_pick.load(Ordering::Relaxed)),
             health: self.health,
         }
     }
-}
-
-/// `buffer[..len]`, growing the buffer if needed; the contents are stale and must be
-/// overwritten.
-fn prefix(buffer: &mut Vec<f64>, len: usize) -> &mut [f64] {
-    if buffer.len() < len {
-        buffer.resize(len, 0.0);
-    }
-    &mut buffer[..len]
 }
 
 /// Posterior means and variances of a batch of points, for every regulariser.
@@ -196,7 +147,7 @@ impl<K: Kernel> ExactPosterior<K> {
             targets: Vec::new(),
             factors,
             generation: 0,
-            workspace: Mutex::default(),
+            workspace: SharedWorkspace::default(),
             fixed: None,
             last_pick: AtomicUsize::new(0),
             health: Health::default(),
@@ -232,7 +183,7 @@ impl<K: Kernel> ExactPosterior<K> {
     ///
     /// # Panics
     /// If `r` is out of range.
-    pub fn factor(&self, r: usize) -> &CholeskyFactor {
+    pub(crate) fn factor(&self, r: usize) -> &CholeskyFactor {
         &self.factors[r]
     }
 
@@ -273,7 +224,11 @@ impl<K: Kernel> ExactPosterior<K> {
 
     /// Counts the changes of the observations (updates and truncations), so that state derived
     /// from the posterior can be cached against it.
-    pub fn generation(&self) -> u64 {
+    #[allow(
+        dead_code,
+        reason = "public before; kept for crate code that caches state against the posterior"
+    )]
+    pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
@@ -347,20 +302,12 @@ impl<K: Kernel> ExactPosterior<K> {
         }
         // A set that would outgrow its memory limit is dropped by this update: skip its work.
         if let Some(fixed) = self.fixed.as_ref().filter(|f| f.fits(1)) {
-            let mut row = vec![0.0; fixed.len()];
-            self.kernel.eval_rows(fixed.points(), x, &mut row);
-            if row.iter().any(|v| !v.is_finite()) {
-                return Err(non_finite());
-            }
-            fixed_row = Some(row);
+            fixed_row = Some(fixed.kernel_row(&self.kernel, x).ok_or_else(non_finite)?);
             let hint = self.last_pick.load(Ordering::Relaxed);
             cached = fixed.position(x, hint).map(|j| fixed.solved_columns(j));
         }
         if cached.is_none() {
-            cached = match self.workspace.get_mut() {
-                Ok(workspace) => workspace.solved_columns(x, self.generation, t),
-                Err(poisoned) => poisoned.into_inner().solved_columns(x, self.generation, t),
-            };
+            cached = self.workspace.solved_columns(x, self.generation, t);
         }
         // Compute every factor's new row first, so that a failure leaves all of them untouched.
         let pending = match cached {
@@ -385,13 +332,7 @@ impl<K: Kernel> ExactPosterior<K> {
             }
         };
         match (&mut self.fixed, fixed_row) {
-            (Some(fixed), Some(kernel_row)) => {
-                let rows: Vec<&[f64]> =
-                    pending.iter().map(CholeskyFactor::pending_solved).collect();
-                let (diagonals, whitened): (Vec<f64>, Vec<f64>) =
-                    pending.iter().map(CholeskyFactor::pending_tail).unzip();
-                fixed.append(&kernel_row, &rows, &diagonals, &whitened);
-            }
+            (Some(fixed), Some(kernel_row)) => fixed.append(&kernel_row, &pending),
             (Some(_), None) => self.fixed = None,
             (None, _) => {}
         }
@@ -410,7 +351,8 @@ impl<K: Kernel> ExactPosterior<K> {
     }
 
     /// The numerical record: residual checks, refactorisations, clamped pivots (see
-    /// [`super::health`] for the policy).
+    /// [`super::health`] for the policy, and [`ExactPosterior::diagnostics`] for the residual
+    /// of a given row).
     pub fn health(&self) -> Health {
         self.health
     }
@@ -425,7 +367,7 @@ impl<K: Kernel> ExactPosterior<K> {
 
     /// The largest relative residual of row `i` over the factors, against a from-scratch
     /// recomputation of K_{i, 0..=i} (O(t·i)).
-    pub fn residual(&self, i: usize) -> f64 {
+    pub(crate) fn residual(&self, i: usize) -> f64 {
         let x = self.input(i);
         let mut kernel_row = vec![0.0; i + 1];
         let d = x.len();
@@ -440,7 +382,7 @@ impl<K: Kernel> ExactPosterior<K> {
     /// Checks one row (drawn from the update counter) and refactorises from scratch if its
     /// residual is beyond the tolerance; runs on its own every [`CHECK_EVERY`] changes.
     /// Returns the residual after any refactorisation.
-    pub fn check_health(&mut self) -> f64 {
+    pub(crate) fn check_health(&mut self) -> f64 {
         self.health.changes_since_check = 0;
         let t = self.len();
         if t == 0 {
@@ -466,7 +408,7 @@ impl<K: Kernel> ExactPosterior<K> {
     ///
     /// # Errors
     /// As [`ExactPosterior::observe_many`].
-    pub fn refactorise(&mut self) -> Result<()> {
+    pub(crate) fn refactorise(&mut self) -> Result<()> {
         let dim = self.dim.unwrap_or(0);
         if self.is_empty() {
             return Ok(());
@@ -529,10 +471,49 @@ impl<K: Kernel> ExactPosterior<K> {
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
-        use faer::linalg::matmul::matmul;
-        use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
-        use faer::{Accum, Mat, MatRef, Par, Side};
+        let n = points.len();
+        self.check_batch(points, targets)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let d = points.dim();
+        let mut new_points = Vec::with_capacity(n * d);
+        points.for_each(|_, x| new_points.extend_from_slice(x));
+        // Kernel values: K_{t,new} (t × n), K_new (n × n) and, for a fixed arm set that stays
+        // within its limit, K_{new,X} (n × A), row-major.
+        let (_, cross) = self.query_block(points)?;
+        let gram = self.gram(&new_points, d)?;
+        let kernel_rows = match self.fixed.as_ref().filter(|f| f.fits(n)) {
+            Some(fixed) => Some(
+                fixed
+                    .kernel_rows(&self.kernel, &new_points, d)
+                    .ok_or_else(non_finite_at_observation)?,
+            ),
+            None => None,
+        };
+        // Every factor's block first, so that a failure leaves all of them untouched.
+        let blocks = self
+            .factors
+            .iter()
+            .map(|factor| factor.pending_block(&cross, &gram, targets))
+            .collect::<Result<Vec<_>>>()?;
+        match (&mut self.fixed, kernel_rows) {
+            (Some(fixed), Some(kernel_rows)) => fixed.append_block(&kernel_rows, &blocks),
+            _ => self.fixed = None,
+        }
+        for (factor, block) in self.factors.iter_mut().zip(blocks) {
+            factor.commit_block(block);
+        }
+        self.dim = Some(d);
+        self.inputs.extend_from_slice(&new_points);
+        self.targets.extend_from_slice(targets);
+        self.generation += 1;
+        Ok(())
+    }
 
+    /// The checks of [`ExactPosterior::observe_many`] on its arguments, before any kernel
+    /// value is computed.
+    fn check_batch(&self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
         let n = points.len();
         if targets.len() != n {
             return Err(Error::InvalidParameter {
@@ -559,138 +540,25 @@ impl<K: Kernel> ExactPosterior<K> {
                 what: "observed target".into(),
             });
         }
-        let t = self.len();
-        // Sequential faer: the result must not depend on the number of threads.
-        let par = Par::Seq;
-        // Kernel values: k(xᵢ, xᵢ), K_{t,new} (t × n) and K_new (n × n), row-major.
-        let mut new_points = Vec::with_capacity(n * points.dim());
-        points.for_each(|_, x| new_points.extend_from_slice(x));
-        let (_, cross) = self.query_block(points)?;
+        Ok(())
+    }
+
+    /// K_new (n × n, row-major) for n new points of dimension `d`, row-major in `new_points`.
+    ///
+    /// # Errors
+    /// [`Error::NonFinite`] for a non-finite kernel value.
+    fn gram(&self, new_points: &[f64], d: usize) -> Result<Vec<f64>> {
+        let n = new_points.len() / d;
         let mut gram = vec![0.0; n * n];
         crate::parallel::for_each_chunk(&mut gram, n, n * n * 20, |i, row| {
-            let d = points.dim();
             self.kernel
-                .eval_rows(&new_points, &new_points[i * d..(i + 1) * d], row);
+                .eval_rows(new_points, &new_points[i * d..(i + 1) * d], row);
         });
-        let non_finite = || Error::NonFinite {
-            what: "kernel value at an observed point".into(),
-        };
-        if gram.iter().any(|v| !v.is_finite()) {
-            return Err(non_finite());
-        }
-        let keep_fixed = self.fixed.as_ref().is_some_and(|f| f.fits(n));
-        let kernel_rows = match self.fixed.as_ref().filter(|_| keep_fixed) {
-            Some(fixed) => {
-                let a = fixed.len();
-                let mut rows = vec![0.0; n * a];
-                crate::parallel::for_each_chunk(&mut rows, a, n * a * 20, |i, row| {
-                    let d = points.dim();
-                    self.kernel
-                        .eval_rows(fixed.points(), &new_points[i * d..(i + 1) * d], row);
-                });
-                if rows.iter().any(|v| !v.is_finite()) {
-                    return Err(non_finite());
-                }
-                Some(rows)
-            }
-            None => None,
-        };
-        let mut pending = Vec::with_capacity(self.factors.len());
-        let mut fixed_rows = Vec::new();
-        for factor in &self.factors {
-            let mut v = cross.clone();
-            factor.solve_block(&mut v, n);
-            let v_ref = MatRef::from_row_major_slice(&v, t, n);
-            // S = K_new + aI − VᵀV.
-            let mut schur = Mat::from_fn(n, n, |i, j| gram[i * n + j]);
-            for i in 0..n {
-                schur[(i, i)] += factor.regulariser();
-            }
-            if t > 0 {
-                matmul(
-                    schur.as_mut(),
-                    Accum::Add,
-                    v_ref.transpose(),
-                    v_ref,
-                    -1.0,
-                    par,
-                );
-            }
-            let llt = schur
-                .llt(Side::Lower)
-                .map_err(|_| Error::NotPositiveDefinite {
-                    row: t,
-                    pivot: f64::NAN,
-                })?;
-            let l22 = llt.L();
-            // w₂ = L₂₂⁻¹(y_new − Vᵀw).
-            let mut w2 = Mat::from_fn(n, 1, |i, _| targets[i]);
-            if t > 0 {
-                let w = MatRef::from_column_major_slice(factor.whitened_targets(), t, 1);
-                matmul(
-                    w2.as_mut(),
-                    Accum::Add,
-                    v_ref.transpose(),
-                    w,
-                    -1.0,
-                    Par::Seq,
-                );
-            }
-            solve_lower_triangular_in_place(l22, w2.as_mut(), Par::Seq);
-            let w2: Vec<f64> = (0..n).map(|i| w2[(i, 0)]).collect();
-            let quad_form = factor.quad_form() + w2.iter().map(|v| v * v).sum::<f64>();
-            let limit = super::cholesky::QUAD_FORM_LIMIT;
-            if w2.iter().any(|v| !v.is_finite())
-                || !(quad_form <= limit && factor.regulariser() * quad_form <= limit)
-            {
-                return Err(Error::NonFinite {
-                    what: "whitened target (the regulariser is too small for the data)".into(),
-                });
-            }
-            let l22_rows: Vec<f64> = (0..n * n).map(|k| l22[(k / n, k % n)]).collect();
-            if let (Some(fixed), Some(kernel_rows), true) = (&self.fixed, &kernel_rows, keep_fixed)
-            {
-                // New rows of the fixed columns: L₂₂⁻¹(K_{new,X} − VᵀV_X).
-                let a = fixed.len();
-                let r = pending.len();
-                let mut rows = Mat::from_fn(n, a, |i, j| kernel_rows[i * a + j]);
-                if t > 0 {
-                    let solved = MatRef::from_row_major_slice(fixed.solved(r), t, a);
-                    matmul(
-                        rows.as_mut(),
-                        Accum::Add,
-                        v_ref.transpose(),
-                        solved,
-                        -1.0,
-                        par,
-                    );
-                }
-                solve_lower_triangular_in_place(l22, rows.as_mut(), par);
-                let rows: Vec<f64> = (0..n * a).map(|k| rows[(k / a, k % a)]).collect();
-                fixed_rows.push((rows, w2.clone()));
-            }
-            pending.push(factor.pending_block(&v, &l22_rows, &w2));
-        }
-        if keep_fixed {
-            if let Some(fixed) = &mut self.fixed {
-                for (r, (rows, w2)) in fixed_rows.iter().enumerate() {
-                    fixed.push_rows(r, rows, w2);
-                }
-                fixed.finish_rows(n);
-            }
+        if gram.iter().all(|v| v.is_finite()) {
+            Ok(gram)
         } else {
-            self.fixed = None;
+            Err(non_finite_at_observation())
         }
-        for (factor, rows) in self.factors.iter_mut().zip(pending) {
-            for row in rows {
-                factor.commit(row);
-            }
-        }
-        self.dim = Some(points.dim());
-        self.inputs.extend_from_slice(&new_points);
-        self.targets.extend_from_slice(targets);
-        self.generation += 1;
-        Ok(())
     }
 
     /// Declares a fixed arm set: from now on every update keeps the arms' solved kernel
@@ -832,7 +700,7 @@ impl<K: Kernel> ExactPosterior<K> {
     }
 
     /// Forgets the oldest observation (a sliding window's step): every factor is downdated in
-    /// O(t²) (see [`CholeskyFactor`]), not refactorised. Does nothing without data.
+    /// O(t²) (a rank-one Cholesky update, one Givens sweep), not refactorised. Does nothing without data.
     pub fn remove_oldest(&mut self) {
         if self.is_empty() {
             return;
@@ -850,20 +718,6 @@ impl<K: Kernel> ExactPosterior<K> {
         }
         self.generation += 1;
         self.after_change();
-    }
-
-    /// Runs `query` on the reusable query workspace (or on a fresh one while a concurrent
-    /// query through `&self` holds it), marked invalid and with one block per regulariser.
-    fn with_workspace<R>(&self, query: impl FnOnce(&mut QueryWorkspace) -> R) -> R {
-        let mut own = QueryWorkspace::default();
-        let mut shared = self.workspace.try_lock();
-        let workspace = match shared.as_deref_mut() {
-            Ok(workspace) => workspace,
-            Err(_) => &mut own,
-        };
-        workspace.generation = None;
-        workspace.blocks.resize_with(self.factors.len(), Vec::new);
-        query(workspace)
     }
 
     /// Copies the query points into `query_points` (row-major m × d) and fills `cross`
@@ -915,10 +769,8 @@ impl<K: Kernel> ExactPosterior<K> {
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
     /// solved first. The result is exact, not a heuristic: see the `select` module for why
-    /// this holds in floating point too. Measured (criterion, t = 1000, 100 fresh arms,
-    /// d = 3): select + update 1.05 ms against 2.56 ms for evaluating every arm with one
-    /// regulariser, 6.1 against 12.5 ms with DMM's five. Up to 128 observations it simply
-    /// evaluates every point, which is faster there. The chosen point's solved columns are
+    /// this holds in floating point too. Up to 128 observations (one storage block of the
+    /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
     /// kept, so that an update there costs O(t) per regulariser.
     ///
     /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
@@ -961,7 +813,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let batch = self.evaluate(points)?;
             return crate::bound::argmax_lowest(&upper_bounds(&batch, widths));
         }
-        self.with_workspace(|workspace| {
+        self.workspace.with(n_reg, |workspace| {
             let QueryWorkspace {
                 blocks,
                 points: query_points,
@@ -1000,8 +852,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let best = select::argmax(&batch, blocks)?;
             let d = points.dim();
             query_points.copy_within(best * d..(best + 1) * d, 0);
-            workspace.len = 1;
-            workspace.generation = Some(self.generation);
+            workspace.validate(1, self.generation);
             Ok(best)
         })
     }
@@ -1031,15 +882,15 @@ impl<K: Kernel> ExactPosterior<K> {
             });
         }
         let t = self.len();
-        self.with_workspace(|workspace| {
+        self.workspace.with(n_reg, |workspace| {
             let QueryWorkspace {
                 blocks,
                 points: query_points,
                 ..
             } = workspace;
             // Cross-kernel block, row-major t × m: row i holds k(xᵢ, q₁), …, k(xᵢ, q_m), so the
-            // columns are k_t(q_j). faer's blocked solve measured ~20% faster on this layout than
-            // on the column-major one. The last regulariser solves it in place, the others copies.
+            // columns are k_t(q_j). faer's blocked solve is faster on this layout than on the
+            // column-major one. The last regulariser solves it in place, the others copies.
             let (copies, last) = blocks.split_at_mut(n_reg - 1);
             let cross = prefix(&mut last[0], t * m);
             let prior_variance = self.query_kernel(points, query_points, cross)?;
@@ -1067,8 +918,7 @@ impl<K: Kernel> ExactPosterior<K> {
                     variances.push(clamp_variance(prior - ex, prior.abs() + a, j)?);
                 }
             }
-            workspace.len = m;
-            workspace.generation = Some(self.generation);
+            workspace.validate(m, self.generation);
             Ok(PosteriorBatch {
                 len: m,
                 prior_variance,
@@ -1076,6 +926,13 @@ impl<K: Kernel> ExactPosterior<K> {
                 variances,
             })
         })
+    }
+}
+
+/// The error for a non-finite kernel value at a point of [`ExactPosterior::observe_many`].
+fn non_finite_at_observation() -> Error {
+    Error::NonFinite {
+        what: "kernel value at an observed point".into(),
     }
 }
 
@@ -1095,32 +952,9 @@ fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-/// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point (the
-/// pruning measured slower there: 0.28 against 0.22 ms for DMM at t = 100, 100 arms).
+/// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point: the
+/// factors have one storage block, so pruning by row chunks has little to skip.
 const SMALL_POSTERIOR: usize = super::cholesky::BLOCK_ROWS;
-
-/// Relative size, against k(x, x) + a, below which a negative posterior variance is taken for
-/// rounding and clamped to 0. The forward-substitution error grows like t·ε·√cond(K + aI); this
-/// leaves two orders of magnitude of room at t = 1000 even for a = 10⁻¹⁰.
-const ROUNDING_TOLERANCE: f64 = 1e-6;
-
-/// Clamps a posterior variance that rounding made slightly negative to 0.
-///
-/// # Errors
-/// [`Error::NotPositiveDefinite`] for a variance below −10⁻⁶·`scale` (the kernel is not positive
-/// semidefinite) or a NaN one.
-pub(crate) fn clamp_variance(variance: f64, scale: f64, row: usize) -> Result<f64> {
-    if variance >= 0.0 {
-        Ok(variance)
-    } else if variance >= -ROUNDING_TOLERANCE * scale {
-        Ok(0.0)
-    } else {
-        Err(Error::NotPositiveDefinite {
-            row,
-            pivot: variance,
-        })
-    }
-}
 
 #[cfg(feature = "serde")]
 impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for ExactPosterior<K> {

@@ -14,12 +14,21 @@
 //! K_{2:t,X} = [L₂₂ l₂₁][V₂; v₁] = [L′ 0]Gᵀ[V₂; v₁], so the new V is the first t − 1 rows of
 //! Gᵀ[V₂; v₁]: O(A·t) again.
 //!
+//! A block of n observations (`observe_many`) adds n rows at once: with V = L_r⁻¹K_{t,new} and
+//! L₂₂ the factor of the Schur complement ([`CholeskyFactor::pending_block`]), V_r gains
+//! L₂₂⁻¹(K_{new,X} − VᵀV_r).
+//!
 //! Memory: 8·A bytes per observation and regulariser (AMM with 1000 arms: 8 kB per
 //! observation, 8 MB at t = 1000; DMM's five regularisers five times that).
 
-use crate::points::Points;
+use faer::linalg::matmul::matmul;
+use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
+use faer::{Accum, Mat, MatRef, Par};
 
 use super::CholeskyFactor;
+use super::cholesky::{PendingBlock, PendingRow};
+use crate::kernel::Kernel;
+use crate::points::Points;
 
 /// Arms per chunk of the row update: 8 kB of accumulators, which stay in L1.
 const ARM_CHUNK: usize = 1024;
@@ -200,16 +209,36 @@ impl FixedArms {
         self.memory_limit = limit;
     }
 
+    /// k(x, x_j) for every arm, for an observation at `x`; `None` if a value is not finite.
+    pub(crate) fn kernel_row<K: Kernel>(&self, kernel: &K, x: &[f64]) -> Option<Vec<f64>> {
+        let mut row = vec![0.0; self.len];
+        kernel.eval_rows(&self.points, x, &mut row);
+        row.iter().all(|v| v.is_finite()).then_some(row)
+    }
+
+    /// K_{new,X} row-major (n × A) for n new points of dimension `dim`, row-major in
+    /// `new_points`; `None` if a value is not finite.
+    pub(crate) fn kernel_rows<K: Kernel>(
+        &self,
+        kernel: &K,
+        new_points: &[f64],
+        dim: usize,
+    ) -> Option<Vec<f64>> {
+        let (a, n) = (self.len, new_points.len() / dim);
+        let mut rows = vec![0.0; n * a];
+        crate::parallel::for_each_chunk(&mut rows, a, n * a * 20, |i, row| {
+            kernel.eval_rows(&self.points, &new_points[i * dim..(i + 1) * dim], row);
+        });
+        rows.iter().all(|v| v.is_finite()).then_some(rows)
+    }
+
     /// Appends the row that the observation with kernel values `kernel_row` = k(x, X) adds to
-    /// every V_r, given each factor's new row: `rows[r]` = ℓ_r = L_r⁻¹k_t(x) and `diagonals[r]`,
-    /// and the new whitened targets. O(A·t) per regulariser, spread over the cores.
-    pub(crate) fn append(
-        &mut self,
-        kernel_row: &[f64],
-        rows: &[&[f64]],
-        diagonals: &[f64],
-        whitened_targets: &[f64],
-    ) {
+    /// every V_r, given each factor's pending row (ℓ_r = L_r⁻¹k_t(x), the new diagonal entry
+    /// and whitened target). O(A·t) per regulariser, spread over the cores.
+    pub(crate) fn append(&mut self, kernel_row: &[f64], pending: &[PendingRow]) {
+        let rows: Vec<&[f64]> = pending.iter().map(CholeskyFactor::pending_solved).collect();
+        let (diagonals, whitened_targets): (Vec<f64>, Vec<f64>) =
+            pending.iter().map(CholeskyFactor::pending_tail).unzip();
         let (t, a) = (self.rows, self.len);
         for (r, solved) in self.solved.iter_mut().enumerate() {
             let (ell, d) = (rows[r], diagonals[r]);
@@ -240,14 +269,41 @@ impl FixedArms {
         self.rows += 1;
     }
 
-    /// V_r, row-major (t × A).
-    pub(crate) fn solved(&self, r: usize) -> &[f64] {
-        &self.solved[r]
+    /// Appends the n rows that a block of observations with kernel values `kernel_rows` =
+    /// K_{new,X} (row-major n × A) adds to every V_r, given each factor's pending block:
+    /// L₂₂⁻¹(K_{new,X} − VᵀV_r) with V and L₂₂ of factor r. O(A·(tn + n²)) per regulariser,
+    /// with sequential faer.
+    pub(crate) fn append_block(&mut self, kernel_rows: &[f64], blocks: &[PendingBlock]) {
+        for (r, block) in blocks.iter().enumerate() {
+            let rows = self.block_rows(r, kernel_rows, block);
+            self.push_rows(r, &rows, block.whitened_targets());
+        }
+        self.rows += blocks.first().map_or(0, |b| b.whitened_targets().len());
     }
 
-    /// Appends n rows (row-major n × A) to V_r, given the n new whitened targets of factor r;
-    /// [`FixedArms::finish_rows`] must follow once every regulariser has its rows.
-    pub(crate) fn push_rows(&mut self, r: usize, rows: &[f64], whitened_targets: &[f64]) {
+    /// The new rows of V_r for a block: L₂₂⁻¹(K_{new,X} − VᵀV_r), row-major (n × A).
+    fn block_rows(&self, r: usize, kernel_rows: &[f64], block: &PendingBlock) -> Vec<f64> {
+        let (t, a) = (self.rows, self.len);
+        let n = block.whitened_targets().len();
+        let par = Par::Seq;
+        let mut rows = Mat::from_fn(n, a, |i, j| kernel_rows[i * a + j]);
+        if t > 0 {
+            let solved = MatRef::from_row_major_slice(&self.solved[r], t, a);
+            matmul(
+                rows.as_mut(),
+                Accum::Add,
+                block.solved().transpose(),
+                solved,
+                -1.0,
+                par,
+            );
+        }
+        solve_lower_triangular_in_place(block.l22(), rows.as_mut(), par);
+        (0..n * a).map(|k| rows[(k / a, k % a)]).collect()
+    }
+
+    /// Appends n rows (row-major n × A) to V_r, given the n new whitened targets of factor r.
+    fn push_rows(&mut self, r: usize, rows: &[f64], whitened_targets: &[f64]) {
         let a = self.len;
         let means = &mut self.means[r * a..(r + 1) * a];
         let explained = &mut self.explained[r * a..(r + 1) * a];
@@ -255,11 +311,6 @@ impl FixedArms {
             accumulate_row(means, explained, row, w);
         }
         self.solved[r].extend_from_slice(rows);
-    }
-
-    /// Records that every V_r gained `n` rows.
-    pub(crate) fn finish_rows(&mut self, n: usize) {
-        self.rows += n;
     }
 
     /// Whether the set stays within its memory limit after `n` more observations.

@@ -15,24 +15,30 @@
 //!   `psd_safe_cholesky` would retry with escalating jitter; here a is the bound's regulariser,
 //!   which sets its confidence width, so raising it behind the caller's back would change the
 //!   guarantee. The remedy is a larger a (a smaller scale c, or a larger σ).
-//! - **Residual checks.** Every [`CHECK_EVERY`] changes (appends or sliding-window downdates)
-//!   one row i of every factor is checked against a from-scratch recomputation:
+//! - **Residual checks.** Every [`Health::CHECK_EVERY`] changes (appends or sliding-window
+//!   downdates) one row i of every factor is checked against a from-scratch recomputation:
 //!   max_j |(LLᵀ)_ij − K_ij − aδ_ij| / (K_ii + a) and |(Lw)_i − y_i| / (|y_i| + √(K_ii + a)·‖w‖)
 //!   in O(t·i), about 1/256 of an append. The row is drawn from the update counter, so the
 //!   schedule is reproducible. Row-by-row Cholesky appends are backward stable (residual
 //!   ≈ t·ε); downdates (SW-GP-UCB) can drift.
-//! - **Refactorisation.** When the residual exceeds [`REFACTOR_TOLERANCE`] (or 10× the
+//! - **Refactorisation.** When the residual exceeds [`Health::REFACTOR_TOLERANCE`] (or 10× the
 //!   residual right after the last refactorisation, if conditioning keeps it higher), every
 //!   factor is recomputed from the stored observations by the blocked factorisation of
 //!   [`super::ExactPosterior::observe_many`] (O(t³/3)), and a fixed arm set is solved again.
 //!   Counted in [`Health::refactorisations`].
+//!
+//! The module also holds the clamping of rounded posterior variances, which the single-row
+//! append, the queries and the pruned argmax share. The thresholds are [`Health`]'s associated
+//! constants; the residual of a given row is [`super::PosteriorDiagnostics::residual`].
+
+use crate::error::{Error, Result};
 
 /// Changes (appends and downdates) between two residual checks.
-pub const CHECK_EVERY: u32 = 256;
+pub(crate) const CHECK_EVERY: u32 = 256;
 
 /// Relative residual beyond which the factors are recomputed from scratch: 10⁴ times the
 /// backward error of a Cholesky factorisation of 10⁴ rows (≈ t·ε).
-pub const REFACTOR_TOLERANCE: f64 = 1e-8;
+pub(crate) const REFACTOR_TOLERANCE: f64 = 1e-8;
 
 /// The numerical record of an [`super::ExactPosterior`] ([`super::ExactPosterior::health`]).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -56,8 +62,40 @@ pub struct Health {
 }
 
 impl Health {
+    /// Changes (single appends and sliding-window downdates) between two scheduled residual
+    /// checks: after t calls of [`super::ExactPosterior::observe`] and no other change,
+    /// [`Health::checks`] is ⌊t / 256⌋.
+    pub const CHECK_EVERY: u32 = CHECK_EVERY;
+
+    /// Relative residual beyond which a check recomputes the factors from scratch (counted in
+    /// [`Health::refactorisations`]).
+    pub const REFACTOR_TOLERANCE: f64 = REFACTOR_TOLERANCE;
+
     /// The tolerance the next check applies.
     pub(crate) fn tolerance(&self) -> f64 {
         REFACTOR_TOLERANCE.max(10.0 * self.floor)
+    }
+}
+
+/// Relative size, against k(x, x) + a, below which a negative posterior variance is taken for
+/// rounding and clamped to 0. The forward-substitution error grows like t·ε·√cond(K + aI); this
+/// leaves two orders of magnitude of room at t = 1000 even for a = 10⁻¹⁰.
+const ROUNDING_TOLERANCE: f64 = 1e-6;
+
+/// Clamps a posterior variance that rounding made slightly negative to 0.
+///
+/// # Errors
+/// [`Error::NotPositiveDefinite`] for a variance below −10⁻⁶·`scale` (the kernel is not positive
+/// semidefinite) or a NaN one.
+pub(crate) fn clamp_variance(variance: f64, scale: f64, row: usize) -> Result<f64> {
+    if variance >= 0.0 {
+        Ok(variance)
+    } else if variance >= -ROUNDING_TOLERANCE * scale {
+        Ok(0.0)
+    } else {
+        Err(Error::NotPositiveDefinite {
+            row,
+            pivot: variance,
+        })
     }
 }

@@ -21,7 +21,7 @@ use faer::MatMut;
 
 use super::CholeskyFactor;
 use super::cholesky::BLOCK_ROWS;
-use super::exact::clamp_variance;
+use super::health::clamp_variance;
 use crate::error::{Error, Result};
 
 /// Points solved to the end early, to give the second floor.

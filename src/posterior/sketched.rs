@@ -20,28 +20,28 @@ use crate::points::{Points, check_point};
 /// the Nyström projection, only make K_ZZ singular, so it is not added.
 pub const ANCHOR_TOLERANCE: f64 = 1e-9;
 
-/// The Nyström-sketched posterior of paper 002 (Calandriello et al. 2019) Eq. 4 and paper 003
-/// (Zenati et al. 2022) Prop. 4.2: kernel ridge regression with regulariser λ restricted to the
+/// The Nyström-sketched posterior of Calandriello et al. 2019 Eq. 4 and Zenati et al. 2022
+/// Prop. 4.2: kernel ridge regression with regulariser λ restricted to the
 /// span of a dictionary Z = {z₁, …, z_m} of observed points, with the DTC variance.
 ///
 /// With the Nyström embedding z(x) = L_Z⁻¹k_Z(x) (L_Z the Cholesky factor of K_ZZ, an
-/// orthogonal rotation of paper 002's (K_ZZ^{1/2})⁺k_Z(x)), the observations' embeddings Φ and
+/// orthogonal rotation of Calandriello et al. 2019's (K_ZZ^{1/2})⁺k_Z(x)), the observations' embeddings Φ and
 /// V = ΦᵀΦ + λI:
 ///
 /// - mean μ̃(x) = z(x)ᵀV⁻¹Φᵀy,
 /// - variance σ̃²(x) = (1/λ)(k(x, x) − z(x)ᵀz(x)) + z(x)ᵀV⁻¹z(x).
 ///
-/// These are paper 002's μ̃ and σ̃² (its z(x)ᵀΦᵀΦV⁻¹z(x) = z(x)ᵀz(x) − λz(x)ᵀV⁻¹z(x)) and paper
-/// 003's Prop. 4.2 (its Λ = L_Z⁻ᵀV⁻¹L_Z⁻¹ and Γ = L_ZΦᵀy, see
+/// These are Calandriello et al. 2019's μ̃ and σ̃² (its z(x)ᵀΦᵀΦV⁻¹z(x) = z(x)ᵀz(x) −
+/// λz(x)ᵀV⁻¹z(x)) and Zenati et al. 2022's Prop. 4.2 (its Λ = L_Z⁻ᵀV⁻¹L_Z⁻¹ and Γ = L_ZΦᵀy, see
 /// [`SketchedPosterior::nystrom_state`]). Note the 1/λ scale both papers put into σ̃²: when
 /// the dictionary holds every observed point, μ̃ = μ_λ and σ̃² = ρ_λ²/λ exactly (μ_λ and ρ_λ²
 /// as in Flynn & Reeb 2024 Eqs. 2–3).
 ///
 /// Kept state, for n distinct observed points and m anchors: the points with a count and a
 /// sum of targets each (repeated plays of one arm cost nothing extra), the m × n embeddings,
-/// and Cholesky factors of K_ZZ and V (rather than the explicit inverses of paper 003, for
+/// and Cholesky factors of K_ZZ and V (rather than the explicit inverses of Zenati et al. 2022, for
 /// stability). An observation is a rank-one update of V's factor, O(m²) — the Cholesky form
-/// of paper 003's Sherman–Morrison step; a new anchor is a Schur-complement growth of both
+/// of Zenati et al. 2022's Sherman–Morrison step; a new anchor is a Schur-complement growth of both
 /// factors and one new embedding coordinate for every stored point, O(nm + m²); a fresh
 /// dictionary (BKB's resampling) is rebuilt in O(nm² + m³) with dense faer products.
 ///
