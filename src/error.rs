@@ -35,6 +35,16 @@ pub enum Error {
         /// The dimension that was given.
         got: usize,
     },
+    /// A set of points whose points differ in length.
+    #[error("point {index} has {got} coordinates, the first point has {expected}")]
+    RaggedPoints {
+        /// The index of the first point whose length differs.
+        index: usize,
+        /// The first point's length.
+        expected: usize,
+        /// That point's length.
+        got: usize,
+    },
     /// Two inputs that go together have different lengths (e.g. the targets of a batch of
     /// observations and its points).
     #[error("{what}: expected {expected}, got {got}")]

@@ -77,8 +77,8 @@ impl<'a> Points<'a> {
     /// Views each vector as one point.
     ///
     /// # Errors
-    /// [`Error::ZeroDimension`] if the first point is empty, [`Error::DimensionMismatch`] if the
-    /// vectors differ in length, [`Error::NonFinite`] if any coordinate is NaN or infinite.
+    /// [`Error::ZeroDimension`] if the first point is empty, [`Error::RaggedPoints`] (naming the
+    /// first point that differs) if the vectors differ in length, [`Error::NonFinite`] if any coordinate is NaN or infinite.
     /// An empty slice gives an empty view of dimension 0 (it is rejected where arms are needed).
     pub fn from_rows(rows: &'a [Vec<f64>]) -> Result<Self> {
         let dim = rows.first().map_or(0, Vec::len);
@@ -87,7 +87,8 @@ impl<'a> Points<'a> {
         }
         for (i, row) in rows.iter().enumerate() {
             if row.len() != dim {
-                return Err(Error::DimensionMismatch {
+                return Err(Error::RaggedPoints {
+                    index: i,
                     expected: dim,
                     got: row.len(),
                 });
@@ -453,7 +454,8 @@ mod tests {
         let ragged = vec![vec![1.0, 2.0], vec![3.0]];
         assert!(matches!(
             ragged.as_points(),
-            Err(Error::DimensionMismatch {
+            Err(Error::RaggedPoints {
+                index: 1,
                 expected: 2,
                 got: 1
             })

@@ -73,6 +73,22 @@ fn rejected_observations_leave_every_bound_unchanged() {
                 "{name} changed after {x:?}, {y}"
             );
         }
+        // A batch with a target too few names both counts, and changes nothing.
+        let batch = [[0.2, 0.2], [0.4, 0.9], [0.8, 0.1]];
+        let err = bound
+            .observe_many(&batch.as_points().unwrap(), &[1.0, 2.0])
+            .unwrap_err();
+        assert_eq!(
+            err,
+            Error::LengthMismatch {
+                what: "targets, one per point",
+                expected: 3,
+                got: 2
+            },
+            "{name}"
+        );
+        assert_eq!(err.to_string(), "targets, one per point: expected 3, got 2");
+        assert_eq!(snapshot(bound.as_ref()), before, "{name}");
     }
 }
 
@@ -106,11 +122,20 @@ fn agents_reject_bad_arm_sets_and_rewards_without_changing() {
     assert!(matches!(agent.select(&empty), Err(Error::NoArms)));
     let empty_arrays: [[f64; 2]; 0] = [];
     assert!(matches!(agent.select(&empty_arrays), Err(Error::NoArms)));
-    let ragged = vec![vec![0.1, 0.2], vec![0.3]];
-    assert!(matches!(
-        agent.select(&ragged),
-        Err(Error::DimensionMismatch { .. })
-    ));
+    let ragged = vec![vec![0.1, 0.2], vec![0.2, 0.1], vec![0.3]];
+    let err = agent.select(&ragged).unwrap_err();
+    assert_eq!(
+        err,
+        Error::RaggedPoints {
+            index: 2,
+            expected: 2,
+            got: 1
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "point 2 has 1 coordinates, the first point has 2"
+    );
     let nan_arm = vec![vec![0.1, 0.2], vec![f64::NAN, 0.3]];
     assert!(matches!(
         agent.select(&nan_arm),

@@ -515,13 +515,7 @@ impl<K: Kernel> ExactPosterior<K> {
     /// value is computed.
     fn check_batch(&self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
         let n = points.len();
-        if targets.len() != n {
-            return Err(Error::InvalidParameter {
-                name: "targets",
-                value: targets.len() as f64,
-                expected: "one target per point",
-            });
-        }
+        crate::error::one_target_per_point(n, targets.len())?;
         if n == 0 {
             return Ok(());
         }
