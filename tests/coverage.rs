@@ -155,10 +155,10 @@ fn clopper_pearson_matches_closed_forms_and_tables() {
 
 /// AMM with its half-widths (UCB − mean and mean − LCB) divided by `NARROWING`.
 ///
-/// `argmax_ucb` is deliberately not overridden: the provided method takes the argmax of
-/// `self.evaluate(points).ucb`, i.e. of the narrowed UCB, so the agent follows the narrowed
-/// bound's own trajectory. (Forwarding it to `Amm::argmax_ucb` would pick arms by AMM's full
-/// width.) Nor is `fix_arms`, so no per-arm state is kept behind the wrapper's back.
+/// `argmax_ucb` deliberately takes the argmax of `self.evaluate(points).ucb`, i.e. of the
+/// narrowed UCB, so the agent follows the narrowed bound's own trajectory. (Forwarding it to
+/// `Amm::argmax_ucb` would pick arms by AMM's full width.) `fix_arms` is not overridden, so no
+/// per-arm state is kept behind the wrapper's back.
 #[derive(Debug, Clone)]
 struct Narrowed<B>(B);
 
@@ -190,6 +190,10 @@ impl<B: ConfidenceBound> ConfidenceBound for Narrowed<B> {
             lcb,
             ucb,
         })
+    }
+
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+        self.evaluate(points)?.argmax_ucb()
     }
 
     fn len(&self) -> usize {

@@ -1,9 +1,11 @@
 //! A bound used through a wrapper must behave as the bound itself. `&mut B`,
 //! `Box<dyn ConfidenceBound>`, a bare `dyn ConfidenceBound` and [`AnyBound`] forward every
-//! method of [`ConfidenceBound`] by hand; a method left out would still compile and silently
-//! take the trait's provided body (an unpruned argmax, "unchecked" diagnostics, an ignored
-//! fixed arm set). This script calls every method, on the success and the error paths, and
-//! requires the same record, bit for bit, from every way of holding each of the eight bounds.
+//! method of [`ConfidenceBound`] by hand. `argmax_ucb` has no provided body, so forgetting it
+//! does not compile; any other method left out would still compile and silently take the
+//! trait's provided body ("unchecked" diagnostics, an ignored fixed arm set, one-at-a-time
+//! batches, no `remove_oldest`). This script calls every method, on the success and the error
+//! paths, and requires the same record, bit for bit, from every way of holding each of the
+//! eight bounds.
 
 use kernel_bandits::bound::{AnyBound, BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;

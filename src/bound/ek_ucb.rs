@@ -310,6 +310,11 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
         sketched_bounds(self.posterior.evaluate(points)?, self.width())
     }
 
+    /// The sketched queries cost O(m²) per point whatever t is: no pruning to gain.
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
+        self.evaluate(points)?.argmax_ucb()
+    }
+
     fn len(&self) -> usize {
         self.posterior.len()
     }

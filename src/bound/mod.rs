@@ -71,6 +71,14 @@ impl Bounds {
         self.ucb.is_empty()
     }
 
+    /// The index of the largest UCB, the lowest index among ties.
+    ///
+    /// # Errors
+    /// [`Error::NoArms`] for no point, [`Error::NonFinite`] for a NaN UCB.
+    pub fn argmax_ucb(&self) -> Result<usize> {
+        argmax_lowest(&self.ucb)
+    }
+
     /// The points where LCB > UCB (or either is NaN): only possible when the confidence set is
     /// empty, i.e. the data contradict σ, B or δ (see [`Diagnostics`]).
     pub fn crossed(&self) -> Vec<usize> {
@@ -291,8 +299,12 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     }
 
     /// The index of the point with the largest UCB, the lowest index among ties: the arm a UCB
-    /// agent plays. The exact bounds override this to skip most of the O(t²) work per point
-    /// that [`ConfidenceBound::evaluate`] does (see [`ExactPosterior::argmax_upper`]).
+    /// agent plays. The exact bounds skip most of the O(t²) work per point that
+    /// [`ConfidenceBound::evaluate`] does (see [`ExactPosterior::argmax_upper`]). A bound
+    /// without a faster path implements it as `self.evaluate(points)?.argmax_ucb()`
+    /// ([`Bounds::argmax_ucb`]). It has no provided body so that a wrapper (a `Box`, a
+    /// reference, [`AnyBound`]) cannot silently fall back to the slow path by forgetting to
+    /// forward it.
     ///
     /// What is promised: the returned point's UCB, as this method computes it, is the largest
     /// (ties to the lowest index), and it is never more than rounding below the largest UCB of
@@ -309,9 +321,7 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// as [`ConfidenceBound::evaluate`].
     ///
     /// [`ExactPosterior::argmax_upper`]: crate::posterior::ExactPosterior::argmax_upper
-    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        argmax_lowest(&self.evaluate(points)?.ucb)
-    }
+    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize>;
 
     /// [`ConfidenceBound::evaluate`] on anything that can be viewed as points. Available on
     /// concrete bounds and on `Box<dyn ConfidenceBound>`; through a `&dyn ConfidenceBound`, call
