@@ -18,9 +18,8 @@ thread_local! {
 /// Runs `f` with this crate's parallel loops kept on the calling thread: for callers that
 /// already spread coarser work over the cores, such as independent repetitions of a bandit
 /// run on a rayon pool. There, a worker that waits for one of a loop's chunks may steal a
-/// whole other repetition and leave its own stuck underneath it (measured on `kbandit
-/// reproduce table1` with CMM-UCB: 1.14 of 2 cores busy); under `sequential` each repetition
-/// stays on its thread. Results are the same bits either way.
+/// whole other repetition and leave its own stuck underneath it, idling a core; under
+/// `sequential` each repetition stays on its thread. Results are the same bits either way.
 ///
 /// # Examples
 /// ```

@@ -17,7 +17,7 @@ use super::synthetic::mix;
 use crate::error::{Error, Result, non_negative};
 use crate::points::{AsPoints, ContextualArms, Points, check_point};
 
-/// Context dimension p of 'Bump' (paper 003 §5).
+/// Context dimension p of 'Bump' (Zenati et al. 2022 §5).
 const BUMP_CONTEXT_DIM: usize = 5;
 
 /// Size of the action grid {0, 0.01, …, 0.99} the anchors are drawn from.
@@ -46,16 +46,16 @@ const SETUP_STREAM: u64 = u64::MAX;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ContextualEnv {
-    /// 'Bump' (paper 003 §5): a tilted pyramid around the anchor a*, 5-dimensional contexts.
+    /// 'Bump' (Zenati et al. 2022 §5): a tilted pyramid around the anchor a*, 5-dimensional contexts.
     Bump,
-    /// 'Chessboard' (paper 003 App. F.2.2; `squares` in the authors' code).
+    /// 'Chessboard' (Zenati et al. 2022 App. F.2.2; `squares` in the authors' code).
     Chessboard,
-    /// 'Step diagonal' (paper 003 App. F.2.2; `step_diag` in the authors' code).
+    /// 'Step diagonal' (Zenati et al. 2022 App. F.2.2; `step_diag` in the authors' code).
     StepDiagonal,
 }
 
 impl ContextualEnv {
-    /// The three environments, in the paper's order.
+    /// The three environments, in the order of Zenati et al. (2022).
     pub const ALL: [Self; 3] = [Self::Bump, Self::Chessboard, Self::StepDiagonal];
 
     /// `"bump"`, `"chessboard"` or `"step_diagonal"`.
@@ -132,7 +132,7 @@ impl FromStr for ContextualEnv {
 /// | `anchors` | 10 | 1 ..= 100 | actions offered every round, drawn once without replacement from {0, 0.01, …, 0.99} |
 /// | `noise_sd` | 0.1 | [0, ∞) | reward noise N(0, σ²) |
 ///
-/// The paper's runs use the defaults and T = 2000 rounds.
+/// The runs of Zenati et al. (2022) §5 use the defaults and T = 2000 rounds.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ContextualConfig {
     /// Number of anchor actions.
@@ -212,7 +212,7 @@ fn step_diagonal(x: f64, a: f64) -> f64 {
     }
 }
 
-/// A contextual bandit of paper 003 §5 / App. F.2: the anchor actions (and Bump's a*, x*,
+/// A contextual bandit of Zenati et al. (2022) §5 / App. F.2: the anchor actions (and Bump's a*, x*,
 /// w*) drawn once from the seed, a fresh context x ~ U([0, 1])^p each round, and rewards
 /// r(x, a) + ε with ε ~ N(0, σ²).
 ///

@@ -49,7 +49,7 @@ pub struct DriftingProblem {
     dim: usize,
     arms: Vec<f64>,
     rewards: Arc<Rewards>,
-    /// ‖f⁽ᵏ⁾‖_H of each piece, when known (paper 004's functions).
+    /// ‖f⁽ᵏ⁾‖_H of each piece, when known (the functions of Iwazaki & Takeno 2025).
     norms: Option<Vec<f64>>,
     noise_sd: f64,
     seed: u64,
@@ -66,7 +66,7 @@ impl fmt::Debug for DriftingProblem {
     }
 }
 
-/// The 30 × 30 grid of paper 004 §6: points (i/29, j/29) of [0, 1]², row by row.
+/// The 30 × 30 grid of Iwazaki & Takeno (2025) §6: points (i/29, j/29) of [0, 1]², row by row.
 pub fn unit_grid(per_side: usize) -> Vec<[f64; 2]> {
     let step = 1.0 / (per_side.max(2) - 1) as f64;
     (0..per_side * per_side)
@@ -201,8 +201,8 @@ impl DriftingProblem {
         Ok(problem)
     }
 
-    /// The RKHS norms ‖f⁽ᵏ⁾‖_H = √(αᵀK_x̄x̄α) of paper 004's three functions
-    /// ([`DriftingProblem::paper004`]; `None` for other problems).
+    /// The RKHS norms ‖f⁽ᵏ⁾‖_H = √(αᵀK_x̄x̄α) of the three functions of Iwazaki & Takeno
+    /// (2025) ([`DriftingProblem::paper004`]; `None` for other problems).
     pub fn rkhs_norms(&self) -> Option<&[f64]> {
         self.norms.as_deref()
     }

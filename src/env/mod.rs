@@ -1,5 +1,6 @@
 //! Bandit problems that know the true reward function (agents never see it): the synthetic
-//! RKHS bandit of paper 001 §7 and the contextual bandits of paper 003 §5.
+//! RKHS bandit of Flynn & Reeb (2024) §7, the contextual bandits of Zenati et al. (2022) §5
+//! and the drifting rewards of Iwazaki & Takeno (2025) §6.
 
 mod contextual;
 mod drifting;

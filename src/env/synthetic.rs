@@ -1,4 +1,4 @@
-//! The synthetic RKHS kernel bandit of Flynn & Reeb 2024 §7.
+//! The synthetic RKHS kernel bandit of Flynn & Reeb (2024) §7.
 
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -43,7 +43,7 @@ impl Default for SyntheticConfig {
     }
 }
 
-/// The kernel bandit of paper 001 §7: f(x) = b Σᵢ wᵢ k(x, zᵢ) with zᵢ ~ U([0, 1])^d,
+/// The kernel bandit of Flynn & Reeb (2024) §7: f(x) = b Σᵢ wᵢ k(x, zᵢ) with zᵢ ~ U([0, 1])^d,
 /// w ~ N(0, I) and b = B/√(wᵀK_zz w), so that ‖f‖_H = B; each round offers fresh arms
 /// ~ U([0, 1])^d, and a reward is f(x) + ε with ε ~ N(0, σ²).
 ///

@@ -78,8 +78,8 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     }
 
     /// The Matérn smoothness ν if the kernel's RKHS is a Sobolev space of finite smoothness,
-    /// `None` for infinitely smooth kernels (RBF, linear). Used for the paper's default
-    /// covariance scale c = T^{−d/(2d+2ν)} (paper 001 §7).
+    /// `None` for infinitely smooth kernels (RBF, linear). Used for the default
+    /// covariance scale c = T^{−d/(2d+2ν)} of Flynn & Reeb (2024) §7.
     fn smoothness(&self) -> Option<f64> {
         None
     }
