@@ -10,6 +10,7 @@
 
 use std::f64::consts::PI;
 
+use kernel_bandits::Result;
 use kernel_bandits::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};

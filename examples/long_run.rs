@@ -5,13 +5,13 @@
 //! cargo run --release --example long_run -- ek-ucb [ROUNDS=1000000] [ENV=bump|chessboard|step-diagonal]
 //! ```
 //!
-//! `exact`: AMM-UCB (Matérn 5/2, ℓ = 0.5, d = 3, paper 001's parameters) on a fixed set of
+//! `exact`: AMM-UCB (Matérn 5/2, ℓ = 0.5, d = 3, the parameters of Flynn & Reeb 2024 §7) on a fixed set of
 //! uniform arms declared with `UcbAgent::with_arm_set`, so that a round costs O(A·t) plus an
 //! O(t) Cholesky append. Prints, every tenth of the run, the time per round over the last
 //! stretch and the memory: the process's resident set, and what one more observation adds
 //! (8·(t + 1) bytes for the Cholesky row, 8·A for the arms' solved columns).
 //!
-//! `ek-ucb`: EK-UCB on one of paper 003's environments, 'Bump' by default (the
+//! `ek-ucb`: EK-UCB on one of the environments of Zenati et al. (2022), 'Bump' by default (the
 //! `kbandit reproduce contextual` settings:
 //! Gaussian ℓ = 0.1, λ = μ = 10, β̃ = 0.1, γ = 0.1λ, ε = ½), printing the dictionary size m,
 //! the time per round and the resident set as it goes.

@@ -1,4 +1,4 @@
-//! Paper 004 §6's abrupt-change problem (30 × 30 grid, three functions switching at T/5 and
+//! The abrupt-change problem of Iwazaki & Takeno (2025, §6) (30 × 30 grid, three functions switching at T/5 and
 //! 2T/5, SE kernel ℓ = 0.5, N(0, 0.1²) noise): final cumulative regret and wall time of random,
 //! R-PERP with Eq. 8's width and with a practical width (β^{1/2} × 0.1), and R-GP-UCB (AY-GP-UCB
 //! restarted every H = γ̃^{1/4}(T/V_T)^{1/2} rounds). `cargo run --release --example

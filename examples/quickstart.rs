@@ -1,4 +1,4 @@
-//! The main demonstration: the synthetic kernel bandit of paper 001 §7 with d = 3, an RBF kernel
+//! The main demonstration: the synthetic kernel bandit of Flynn & Reeb (2024, §7) with d = 3, an RBF kernel
 //! (ℓ = 0.5), 100 fresh arms per round, σ = 0.1, B = 10, δ = 0.01, played by DMM-UCB, AMM-UCB,
 //! AY-GP-UCB, IGP-UCB and a random agent on the same function, arms and noise.
 //!
@@ -32,7 +32,7 @@ fn main() -> Result<()> {
     ];
 
     println!(
-        "Synthetic kernel bandit (paper 001 §7): d = {}, RBF ℓ = 0.5, {} arms/round, T = {horizon}, seed {seed}\n",
+        "Synthetic kernel bandit (Flynn & Reeb 2024 §7): d = {}, RBF ℓ = 0.5, {} arms/round, T = {horizon}, seed {seed}\n",
         config.dim, config.arms
     );
     println!("| agent      | cumulative regret | regret, last 10% of rounds | wall time |");

@@ -44,7 +44,7 @@
 //! |---|---|
 //! | [`kernel`] | [`Kernel`](kernel::Kernel) trait; RBF, Matérn ν ∈ {1/2, 3/2, 5/2}, linear (Rasmussen & Williams 2006); output scale, sum, product, coordinate slices |
 //! | [`posterior`] | the exact GP posterior with incremental Cholesky factors and fixed arm sets; the Nyström-sketched posterior of Calandriello et al. (2019) and Zenati et al. (2022) |
-//! | [`bound`] | the confidence bounds above, all implementing [`ConfidenceBound`](bound::ConfidenceBound) |
+//! | [`bound`] | the confidence bounds above, all implementing [`ConfidenceBound`](bound::ConfidenceBound); [`BoundKind`](bound::BoundKind) builds any of them by name |
 //! | [`agent`] | [`BanditAgent`](agent::BanditAgent), [`UcbAgent`](agent::UcbAgent), seeded [`RandomAgent`](agent::RandomAgent) |
 //! | [`env`](mod@env) | the synthetic RKHS bandit of Flynn & Reeb (2024) §7, the contextual environments of Zenati et al. (2022) §5, drifting rewards (Iwazaki & Takeno 2025 §6) |
 //! | [`nonstationary`] | R-PERP (Iwazaki & Takeno 2025, Alg. 1), restarting and sliding-window GP-UCB |

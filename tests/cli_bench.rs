@@ -66,6 +66,9 @@ fn the_report_has_every_cell_and_the_plots() {
     let dir = std::env::temp_dir().join(format!("kbandit-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let report = dir.join("BENCH.md");
+    // A report from an earlier run, with measurements written by hand below the tables.
+    let hand = "\n## How the speed is obtained, and further measurements\n\nkept by hand 42\n";
+    std::fs::write(&report, format!("# old tables\n| stale |\n{hand}")).unwrap();
     let out = kbandit(&[
         "bench",
         "--report",
@@ -93,6 +96,9 @@ fn the_report_has_every_cell_and_the_plots() {
         .count();
     assert_eq!(rows, 5 * 2 + 3, "{text}");
     assert!(!text.contains(" – |"), "no empty cell: {text}");
+    assert!(!text.contains("stale"), "{text}");
+    assert!(text.ends_with(hand), "{text}");
+    assert_eq!(text.matches("kept by hand").count(), 1);
     for kind in ["fresh", "fixed"] {
         let svg = dir.join("bench-plots").join(format!("bench_{kind}_20.svg"));
         assert!(std::fs::read_to_string(svg).unwrap().starts_with("<svg"));
@@ -112,4 +118,25 @@ fn bad_arguments_exit_with_status_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         assert!(String::from_utf8_lossy(&out.stderr).starts_with("kbandit: "));
     }
+}
+
+#[test]
+fn an_unknown_bound_is_refused_with_the_list_of_names() {
+    let out = kbandit(&["bench", "--bound", "ucb"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("expected one of ay, igp, amm, dmm, cmm, k-ucb, bkb, ek-ucb"),
+        "{stderr}"
+    );
+    // The papers' names are accepted too.
+    let out = kbandit(&[
+        "bench", "--bound", "DMM-UCB", "--t", "20", "--arms", "5", "--rounds", "2", "--budget", "0",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains(r#""bound":"dmm""#));
 }

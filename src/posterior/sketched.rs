@@ -116,7 +116,7 @@ pub struct SketchedBatch {
     pub variance: Vec<f64>,
 }
 
-/// Paper 003 Prop. 4.2's state, recomputed from the factors: see
+/// The state of Zenati et al. (2022, Prop. 4.2), recomputed from the factors: see
 /// [`SketchedPosterior::nystrom_state`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct NystromState {
@@ -757,7 +757,7 @@ impl<K: Kernel> SketchedPosterior<K> {
         }
     }
 
-    /// Paper 003 Prop. 4.2's Λ = (K_ZS K_SZ + λK_ZZ)⁻¹, Γ = K_ZS Y and K_ZZ⁻¹ (anchors in
+    /// Zenati et al. (2022, Prop. 4.2): Λ = (K_ZS K_SZ + λK_ZZ)⁻¹, Γ = K_ZS Y and K_ZZ⁻¹ (anchors in
     /// [`SketchedPosterior::dictionary`] order), recomputed from the Cholesky factors in
     /// O(m³): Λ = L_Z⁻ᵀV⁻¹L_Z⁻¹, Γ = L_Z Φᵀy. For inspection and tests; the bounds never form
     /// these inverses.

@@ -329,6 +329,10 @@ fn max_t(choice: BoundKind) -> usize {
     }
 }
 
+/// The heading from which the report file is written by hand: `--report` rewrites what comes
+/// before it and keeps it and what follows.
+const HAND_WRITTEN: &str = "\n## How the speed is obtained";
+
 fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
     let started = Instant::now();
     let mut results: Vec<Measurement> = Vec::new();
@@ -535,6 +539,12 @@ fn write_report(
                 .unwrap_or_default();
             let _ = writeln!(md, "![{title}]({PLOT_DIR}/{file}.svg)\n");
         }
+    }
+    // The measurements written by hand below the generated tables stay.
+    if let Ok(old) = std::fs::read_to_string(path)
+        && let Some(start) = old.find(HAND_WRITTEN)
+    {
+        md = format!("{}\n{}", md.trim_end(), &old[start..]);
     }
     std::fs::write(path, md).map_err(|e| format!("{}: {e}", path.display()))?;
     eprintln!(
