@@ -261,17 +261,7 @@ fn check_args(args: &NonstationaryArgs) -> Result<(), String> {
     if let Some(k) = first_repeat(&args.kernels) {
         return fail(&format!("--kernels lists {} twice", k.tag()));
     }
-    for kernel in &args.kernels {
-        kernel.require(
-            &[
-                KernelName::Rbf,
-                KernelName::Matern52,
-                KernelName::Matern32,
-                KernelName::Matern12,
-            ],
-            "reproduce nonstationary",
-        )?;
-    }
+    KernelName::require_radial(&args.kernels, "reproduce nonstationary")?;
     args.run.check()?;
     Ok(())
 }

@@ -270,17 +270,7 @@ fn check_args(args: &Table1Args) -> Result<(), String> {
     if let Some(l) = first_repeat(&args.lengthscales) {
         return fail(&format!("--lengthscales lists {l} twice"));
     }
-    for kernel in &args.kernels {
-        kernel.require(
-            &[
-                KernelName::Rbf,
-                KernelName::Matern52,
-                KernelName::Matern32,
-                KernelName::Matern12,
-            ],
-            "reproduce table1",
-        )?;
-    }
+    KernelName::require_radial(&args.kernels, "reproduce table1")?;
     args.run.check()?;
     Ok(())
 }
