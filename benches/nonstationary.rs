@@ -1,4 +1,4 @@
-//! The non-stationary agents on paper 004 §6's 30 × 30 grid (SE, ℓ = 0.5): one SW-GP-UCB round
+//! The non-stationary agents on Iwazaki & Takeno 2025 §6's 30 × 30 grid (SE, ℓ = 0.5): one SW-GP-UCB round
 //! (select over the 900 arms, update, Cholesky downdate of the oldest point) with a full window
 //! W ∈ {100, 200}, the downdate alone against a fresh factorisation of the window, and one
 //! whole R-PERP interval of 1000 rounds (batch planning by incremental greedy variance,

@@ -1,5 +1,5 @@
 //! UCB rounds (select over a fixed set of 1000 arms, then update) for the sketched bounds
-//! BKB and EK-UCB at t ∈ {1000, 10 000}: d = 3, RBF ℓ = 0.5, λ = 1, fixed β̃ = 1 (paper 002's
+//! BKB and EK-UCB at t ∈ {1000, 10 000}: d = 3, RBF ℓ = 0.5, λ = 1, fixed β̃ = 1 (the Calandriello et al. (2019)
 //! and 003's practice), BKB's q̄ = 2, EK-UCB's μ = λ and γ = 1. The claim to check: once the
 //! dictionary has settled, the cost of a round does not grow with t.
 //!

@@ -20,10 +20,8 @@ use std::time::Instant;
 
 use kernel_bandits::env::{BanditRound, ContextualConfig, ContextualEnv, ContextualProblem};
 use kernel_bandits::prelude::*;
-// The prelude's one-parameter `Result` would shadow this one.
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-use std::result::Result;
 
 /// The process's resident set size in MB (Linux), if known.
 fn resident_mb() -> Option<f64> {

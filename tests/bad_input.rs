@@ -136,6 +136,11 @@ fn agents_reject_bad_arm_sets_and_rewards_without_changing() {
         err.to_string(),
         "point 2 has 1 coordinates, the first point has 2"
     );
+    let ragged = vec![vec![0.1, 0.2], vec![0.3]];
+    assert!(matches!(
+        agent.select(&ragged),
+        Err(Error::RaggedPoints { index: 1, .. })
+    ));
     let nan_arm = vec![vec![0.1, 0.2], vec![f64::NAN, 0.3]];
     assert!(matches!(
         agent.select(&nan_arm),

@@ -215,7 +215,7 @@ fn errors_name_the_file_and_line_and_exit_2() {
     }
 }
 
-/// `--bound cmm`: the exact bound lies inside DMM's, which lies inside AMM's (paper 001 §5),
+/// `--bound cmm`: the exact bound lies inside DMM's, which lies inside AMM's (Flynn & Reeb 2024 §5),
 /// and its mean is μ_{a0}, AMM's mean computed by hand.
 #[test]
 fn cmm_nests_inside_dmm_and_amm() {

@@ -65,7 +65,7 @@ fn table1_outputs_have_the_documented_shape_and_match_the_library() {
         assert!(stdout.contains(&format!("| {method} |")), "{stdout}");
     }
     // d = 3 but T = 40: the paper's table is not printed beside it.
-    assert!(!stdout.contains("Paper 001"));
+    assert!(!stdout.contains("Flynn & Reeb (2024), Table 1"));
 
     let json = read_json(&dir);
     assert_eq!(json["horizon"], 40);

@@ -1,6 +1,6 @@
 //! CMM-UCB against an independent second-order cone solver, and its orderings and edge cases.
 //!
-//! Reference: the primal program of paper 001 Thm 4.4, max f(x) s.t. ‖f_t − y_t‖ ≤ R_t,
+//! Reference: the primal program of Flynn & Reeb 2024 Thm 4.4, max f(x) s.t. ‖f_t − y_t‖ ≤ R_t,
 //! ‖f‖_H ≤ B, solved by `clarabel`. By the representer theorem f lies in the span of the
 //! kernel functions at the t observed points and x; with K_{t+1} = V diag(λ) Vᵀ (nalgebra's
 //! symmetric eigendecomposition, no jitter) and the feature map Φ = V diag(√λ) over the

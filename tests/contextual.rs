@@ -1,4 +1,4 @@
-//! The contextual bandits of paper 003 §5 / App. F.2 (SPEC §5) and the contextual agent API:
+//! The contextual bandits of Zenati et al. 2022 §5 / App. F.2 and the contextual agent API:
 //! closed-form reward values, reproducible rounds, zero regret for an oracle, and bad input
 //! that is rejected without changing the agent.
 
@@ -21,7 +21,7 @@ fn params() -> BoundParams {
         .scale(1.0)
 }
 
-/// The paper's kernel: Gaussian on the joint vector with ℓ = 0.1 (SPEC §5).
+/// The paper's kernel: Gaussian on the joint vector with ℓ = 0.1 (Zenati et al. 2022 §5).
 fn ucb_agent() -> UcbAgent<Ay<Rbf>> {
     UcbAgent::new(Ay::new(Rbf::new(0.1).unwrap(), params()).unwrap())
 }
@@ -87,7 +87,7 @@ fn environments_have_names_dimensions_and_parse() {
     assert!("".parse::<ContextualEnv>().is_err());
 }
 
-/// Every quarter cell of the chessboard, at its centre (SPEC §5).
+/// Every quarter cell of the chessboard, at its centre (Zenati et al. 2022 §5).
 #[test]
 fn chessboard_has_the_value_of_every_cell() {
     let p = problem(ContextualEnv::Chessboard, 1);

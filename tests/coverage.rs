@@ -1,7 +1,7 @@
 //! Coverage of the confidence bounds along the UCB agent's own trajectory: does the unknown f
 //! stay inside [LCB, UCB] with probability ≥ 1 − δ, as the bounds promise?
 //!
-//! Design. One repetition r is a fresh synthetic problem of SPEC §7 (seed r, d = 2, 20
+//! Design. One repetition r is a fresh synthetic problem of Flynn & Reeb 2024 §7 (seed r, d = 2, 20
 //! centres, 100 fresh arms per round, Gaussian noise N(0, σ²) with σ = 0.1, ‖f‖_H = B = 10),
 //! Matérn 5/2 kernel with ℓ = 0.2 and the paper's covariance scale c = T^{−d/(2d+2ν)}. Each
 //! bound gets the truth: `sigma` = the noise's σ, `norm_bound` = the problem's RKHS norm, and
@@ -550,7 +550,7 @@ fn experiment<K: Kernel + Copy + Send + Sync + 'static>(
     assert_rows(&rows);
 }
 
-/// The kernel: Matérn 5/2 with ℓ = 0.2, one of paper 001 §7's settings (c = T^{−d/(2d+2ν)}).
+/// The kernel: Matérn 5/2 with ℓ = 0.2, one of Flynn & Reeb 2024 §7's settings (c = T^{−d/(2d+2ν)}).
 fn kernel() -> Result<Matern> {
     Matern::new(2.5, 0.2)
 }

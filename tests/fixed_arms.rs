@@ -104,7 +104,7 @@ fn kept_state_matches_a_posterior_rebuilt_from_scratch() {
             }
         }
     }
-    assert_eq!(gp.fixed_arms(), Some(150));
+    assert_eq!(gp.fixed_arms().map(|set| set.arms), Some(150));
     let mut fresh = ExactPosterior::new(kernel, &regularisers).unwrap();
     for i in 0..gp.len() {
         fresh.observe(gp.input(i), gp.targets()[i]).unwrap();
@@ -124,6 +124,28 @@ fn kept_state_matches_a_posterior_rebuilt_from_scratch() {
         assert!(close(gp.quad_form(r), fresh.quad_form(r), 1e-9));
         assert!(close(gp.log_det(r), fresh.log_det(r), 1e-9));
     }
+}
+
+#[test]
+fn a_declared_set_stays_when_the_policy_turns_to_detection() {
+    let kernel = Rbf::new(0.3).unwrap();
+    let arms = grid(30, 6);
+    let mut agent = UcbAgent::new(Amm::new(kernel, params()).unwrap())
+        .with_arm_set(&arms)
+        .unwrap()
+        .with_policy(ArmSetPolicy::default());
+    for round in 0..3 {
+        let i = agent.select(&arms).unwrap();
+        agent.update(&arms[i], 0.1 * round as f64).unwrap();
+        assert_eq!(
+            agent.bound().fixed_arms().map(|set| set.arms),
+            Some(30),
+            "round {round}: the declared set is the one offered, so it is kept"
+        );
+    }
+    // Other arms release it, as under detection.
+    agent.select(&grid(30, 7)).unwrap();
+    assert_eq!(agent.bound().fixed_arms(), None);
 }
 
 #[test]
@@ -178,19 +200,19 @@ fn a_set_that_outgrows_its_memory_limit_is_dropped_and_results_stay_exact() {
         gp.observe(&x, reward(&x, 0.0)).unwrap();
         plain.observe(&x, reward(&x, 0.0)).unwrap();
         if step < 15 {
-            assert_eq!(gp.fixed_arms(), Some(50), "step {step}");
+            assert_eq!(gp.fixed_arms().map(|set| set.arms), Some(50), "step {step}");
         }
     }
-    assert_eq!(gp.fixed_arms(), None);
-    assert_eq!(gp.fixed_arms_bytes(), 0);
+    assert_eq!(gp.fixed_arms().map(|set| set.arms), None);
+    assert_eq!(gp.fixed_arms().map_or(0, |set| set.bytes), 0);
     // Declaring a set already over the limit keeps nothing, also in place of a kept set.
     assert!(gp.fix_arms(&points, None).unwrap());
     assert!(!gp.fix_arms(&points, Some(8 * 50 * 24)).unwrap());
-    assert_eq!(gp.fixed_arms(), None);
+    assert_eq!(gp.fixed_arms().map(|set| set.arms), None);
     assert!(gp.fix_arms(&points, None).unwrap());
     let other = grid(10, 13);
     assert!(!gp.fix_arms(&other.as_points().unwrap(), Some(1)).unwrap());
-    assert_eq!(gp.fixed_arms(), None);
+    assert_eq!(gp.fixed_arms().map(|set| set.arms), None);
     let (a, b) = (
         gp.evaluate(&points).unwrap(),
         plain.evaluate(&points).unwrap(),
@@ -303,7 +325,10 @@ fn observe_many_matches_one_by_one_appends() {
         for (x, &y) in data.iter().zip(&targets) {
             single.observe(x, y).unwrap();
         }
-        assert_eq!(batch.fixed_arms(), declare.then_some(60));
+        assert_eq!(
+            batch.fixed_arms().map(|set| set.arms),
+            declare.then_some(60)
+        );
         let (a, b) = (
             batch.evaluate(&points).unwrap(),
             single.evaluate(&points).unwrap(),
@@ -320,7 +345,11 @@ fn observe_many_matches_one_by_one_appends() {
     let mut gp = ExactPosterior::new(kernel, &regularisers).unwrap();
     assert!(matches!(
         gp.observe_many(&data.as_points().unwrap(), &targets[1..]),
-        Err(Error::InvalidParameter { .. })
+        Err(Error::LengthMismatch {
+            expected: 300,
+            got: 299,
+            ..
+        })
     ));
     let mut bad = targets.clone();
     bad[77] = f64::INFINITY;

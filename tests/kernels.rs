@@ -1,4 +1,4 @@
-//! Kernel values against the closed forms of SPEC §1, computed by hand in this file with the
+//! Kernel values against the closed forms of Rasmussen & Williams 2006 §4.2, computed by hand in this file with the
 //! standard library's `exp` and `sqrt` (the crate uses its own vectorisable exponential,
 //! accurate to about 2 ulp), combinators against the same hand computations, parameter
 //! validation, the vectorised `eval_rows` against the scalar `eval` (bit for bit), and Gram
@@ -38,7 +38,7 @@ fn euclidean(x: &[f64], y: &[f64]) -> f64 {
         .sqrt()
 }
 
-// Closed forms of SPEC §1 as functions of r/ℓ, by hand.
+// Closed forms of Rasmussen & Williams 2006 §4.2 as functions of r/ℓ, by hand.
 fn rbf_by_hand(u: f64) -> f64 {
     (-0.5 * u * u).exp()
 }

@@ -1,4 +1,4 @@
-//! Misspecification is reported, not hidden: with B ten times too small on the SPEC §7
+//! Misspecification is reported, not hidden: with B ten times too small on the Flynn & Reeb 2024 §7
 //! problem, the martingale-mixture confidence set becomes empty, CMM-UCB's diagnostics say so
 //! exactly (checked against a brute-force minimum of R̃_a² over a dense grid of a), DMM-UCB's
 //! say so on its grid, any crossed LCB > UCB comes with an empty set, and an agent under

@@ -1,4 +1,4 @@
-//! Non-stationary agents (paper 004): R-PERP's batch schedule, greedy selection against a
+//! Non-stationary agents (Iwazaki & Takeno 2025): R-PERP's batch schedule, greedy selection against a
 //! brute-force recomputation, elimination safety, play order; the restart wrapper; the theory
 //! constants; the drifting environment.
 
@@ -171,7 +171,7 @@ fn elimination_keeps_the_best_arm_on_a_noiseless_problem() {
     // Without noise, |f(x) − μ(x)| ≤ ‖f‖_H σ(x) exactly (the representer of f − μ at x has
     // squared norm k − 2kᵀ(K+λI)⁻¹k + kᵀ(K+λI)⁻¹K(K+λI)⁻¹k ≤ σ²(x)), so β^{1/2} = ‖f‖_H is a
     // valid width: elimination must never drop the best arm. (Eq. 8 with these constants
-    // eliminates nothing here, as the issue measured on paper 004's problem.)
+    // eliminates nothing here, as the issue measured on the Iwazaki & Takeno (2025) problem.)
     let params = RPerpParams::new(horizon)
         .noise(0.01)
         .width(norm)
@@ -442,7 +442,7 @@ fn sliding_window_agent_keeps_the_last_w_points() {
     assert!(SlidingWindow::new(Ay::new(kernel, params).unwrap(), 0).is_err());
 }
 
-/// Paper 004 Figure 2's qualitative findings on its SE problem (T = 5000, 5 seeds): R-PERP with
+/// Iwazaki & Takeno 2025 Figure 2's qualitative findings on its SE problem (T = 5000, 5 seeds): R-PERP with
 /// the practical width (Eq. 8 × 0.1) has clearly less regret than random and a smaller slope
 /// over rounds 3000–5000, and R-GP-UCB beats random by a wide margin. Slow in debug builds:
 /// run by `.ci/run` with `--ignored`.

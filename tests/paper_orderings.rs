@@ -1,4 +1,4 @@
-//! Orderings between the confidence bounds proven in paper 001 (SPEC §2), on random data, and
+//! Orderings between the confidence bounds proven in Flynn & Reeb 2024 (§4–§6, App. C), on random data, and
 //! the bounds' values in cases small enough to compute by hand.
 //!
 //! - Theorem 6.3: AMM with c = σ²/λ is strictly tighter than AY(λ), AMM with c = σ²/(1+η)
@@ -9,7 +9,7 @@
 //!   of DMM can be empty, see `mixture_width`).
 //!
 //! Independent references: with no data, the prior bounds of the four methods written out by
-//! hand from the formulas of SPEC §2 (μ = 0, ρ² = k(x,x), q = ld = 0); with one observation,
+//! hand from the formulas of Flynn & Reeb 2024 App. C (μ = 0, ρ² = k(x,x), q = ld = 0); with one observation,
 //! μ_a, ρ_a², q_a and ld_a written out with scalars (K = k(x₁, x₁) + a is 1 × 1) and the kernel
 //! values from the closed form of the RBF kernel with the standard library's `exp`.
 
@@ -223,7 +223,7 @@ fn check_theorem_6_3(
     Ok(())
 }
 
-/// Widths by hand (SPEC §2) from the posterior's ld at the shared regulariser.
+/// Widths by hand (Flynn & Reeb 2024 App. C) from the posterior's ld at the shared regulariser.
 fn amm_width(sigma: f64, b: f64, delta: f64, a0: f64, ld: f64) -> f64 {
     ((sigma * sigma * ld + a0 * b * b + 2.0 * sigma * sigma * (1.0 / delta).ln()) / a0).sqrt()
 }

@@ -1,4 +1,4 @@
-//! The incrementally updated `ExactPosterior` equals a from-scratch fit (SPEC §0).
+//! The incrementally updated `ExactPosterior` equals a from-scratch fit (Rasmussen & Williams 2006 §2.2).
 //!
 //! Reference: for every regulariser a the test builds K_t itself by calling `Kernel::eval` on
 //! every pair of observed points, factors K_t + aI with nalgebra's dense `Cholesky`, and

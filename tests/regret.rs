@@ -1,4 +1,4 @@
-//! Regret on the synthetic problem of paper 001 §7 (SPEC §7): the UCB agents must learn.
+//! Regret on the synthetic problem of Flynn & Reeb 2024 §7: the UCB agents must learn.
 //! The reference is the uniformly random agent on the same f, arm sets and noise.
 
 use kernel_bandits::Result;

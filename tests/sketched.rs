@@ -1,5 +1,5 @@
 //! The Nyström-sketched posterior, BKB and EK-UCB against independent references: the exact
-//! GP posterior, paper 003 Prop. 4.2 recomputed from scratch with dense inverses, and paper 002
+//! GP posterior, Zenati et al. 2022 Prop. 4.2 recomputed from scratch with dense inverses, and Calandriello et al. 2019
 //! Theorem 1's accuracy guarantee.
 
 use kernel_bandits::posterior::SketchedPosterior;
@@ -88,7 +88,7 @@ fn frobenius(m: &DMatrix<f64>) -> f64 {
     m.iter().map(|v| v * v).sum::<f64>().sqrt()
 }
 
-/// Paper 003 Prop. 4.2 from scratch: Λ = (K_ZS K_SZ + λK_ZZ)⁻¹ by LU inversion, Γ = K_ZS Y and
+/// Zenati et al. 2022 Prop. 4.2 from scratch: Λ = (K_ZS K_SZ + λK_ZZ)⁻¹ by LU inversion, Γ = K_ZS Y and
 /// K_ZZ⁻¹, from the raw observations and the anchors alone.
 fn prop_4_2(
     kernel: &impl Kernel,
@@ -113,7 +113,7 @@ fn prop_4_2(
 #[test]
 fn ek_ucb_incremental_state_matches_prop_4_2() {
     let mut rng = ChaCha8Rng::seed_from_u64(2024);
-    // Paper 003's practical setting on a 2-D problem: ℓ = 0.1, λ = μ = 10, γ = 0.1λ.
+    // the Zenati et al. (2022) practical setting on a 2-D problem: ℓ = 0.1, λ = μ = 10, γ = 0.1λ.
     let kernel = Rbf::new(0.1).unwrap();
     let lambda = 10.0;
     let params = SketchParams::new().lambda(lambda).beta(0.1).gamma(1.0);
@@ -175,7 +175,7 @@ fn ek_ucb_incremental_state_matches_prop_4_2() {
     }
 }
 
-/// Paper 002 Theorem 1: with its q̄, σ²/α ≤ σ̃² ≤ ασ² on the played arms, checked every 25
+/// Calandriello et al. 2019 Theorem 1: with its q̄, σ²/α ≤ σ̃² ≤ ασ² on the played arms, checked every 25
 /// steps of a seeded BKB run (σ² = ρ_λ²/λ from the exact posterior on the same data). The run
 /// is long enough (T = 1500 on 100 arms) that q̄σ̃² < 1 for well-explored arms, so the
 /// dictionary is a strict subset of the played arms.
@@ -466,7 +466,7 @@ fn clones_continue_identically() {
     assert_eq!(ek.bounds(&test).unwrap(), ek2.bounds(&test).unwrap());
 }
 
-/// KORS's leverage estimate equals paper 003 Eq. 41 evaluated densely: the candidate added to
+/// KORS's leverage estimate equals Zenati et al. 2022 Eq. 41 evaluated densely: the candidate added to
 /// the dictionary with weight 1, the anchors weighted by 1/√p̃, one LU solve.
 #[test]
 fn kors_leverage_matches_equation_41() {

@@ -5,13 +5,13 @@
 //! DMM ≤ AMM; and CMM ≤ DMM in its own test.
 //!
 //! # Reference
-//! Written here from SPEC §0–§2, with nothing of the crate's kernels or posterior: the kernel
+//! Written here from the posterior (Rasmussen & Williams 2006 §2.2) and the bounds of Flynn & Reeb 2024 §4–§5, with nothing of the crate's kernels or posterior: the kernel
 //! from its closed form with the standard library's `exp`; K_t pair by pair; for every
 //! regulariser a, nalgebra's dense Cholesky of K_t + aI, α = (K_t + aI)⁻¹y by full solves,
 //! q_a = yᵀα, ld_a = Σ 2 ln L_ii − t ln a, μ_a(x) = k_t(x)ᵀα,
-//! ρ_a²(x) = k(x, x) − k_t(x)ᵀ(K_t + aI)⁻¹k_t(x); then the widths of SPEC §2 (AMM's radius in the
+//! ρ_a²(x) = k(x, x) − k_t(x)ᵀ(K_t + aI)⁻¹k_t(x); then the widths of Flynn & Reeb 2024 §4–§5 and App. C (AMM's radius in the
 //! closed form of Lemma C.2, in which the q terms cancel; DMM's R̃_a² = R_t² + aB² − a q_a on
-//! the grid `DMM_GRID`·σ²/c, a width of 0 where R̃_a² ≤ 0, as SPEC §2 / `mixture_width`).
+//! the grid `DMM_GRID`·σ²/c, a width of 0 where R̃_a² ≤ 0, as Flynn & Reeb 2024 Cor. 4.3 / `mixture_width`).
 //! Every regulariser here is ≥ 10⁻⁵ > 0, so K_t + aI is positive definite even for exact
 //! duplicates; a reference that cannot factor it is reported as such, not skipped.
 //!
@@ -89,7 +89,7 @@ fn path_name(path: Path) -> String {
 // ---------------------------------------------------------------------------------------------
 // The independent reference.
 
-/// The kernel from its closed form (SPEC §1), with the standard library's `exp`.
+/// The kernel from its closed form (Rasmussen & Williams 2006 §4.2), with the standard library's `exp`.
 fn kernel_ref(spec: &KernelSpec, x: &[f64], y: &[f64]) -> f64 {
     let r2: f64 = x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum();
     let l = spec.lengthscale;
@@ -261,7 +261,7 @@ fn symmetric(f: &Factor, w: f64, dw: f64) -> Expected {
 }
 
 /// R̃_a/√a and its error bound for a mixture radius R̃_a² known to within `dr2`: a width of 0
-/// when R̃_a² ≤ 0 (SPEC §2, `mixture_width`).
+/// when R̃_a² ≤ 0 (Flynn & Reeb 2024 Cor. 4.3, `mixture_width`).
 fn mixture_width(r2: f64, dr2: f64, a: f64) -> (f64, f64) {
     let w = if r2 > 0.0 { (r2 / a).sqrt() } else { 0.0 };
     (w, sqrt_tol(r2, dr2) / a.sqrt() + 2.0 * EPS * w)

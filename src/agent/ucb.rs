@@ -81,7 +81,7 @@ pub struct UcbAgent<B> {
     bound: B,
     policy: ArmSetPolicy,
     misspecification: Misspecification,
-    /// The arms of the last `select`, row-major, while detecting.
+    /// The arms of the last `select` while detecting, or of the declared set; row-major.
     previous: Vec<f64>,
     previous_len: usize,
 }
@@ -122,9 +122,11 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn with_arm_set<A: AsPoints + ?Sized>(mut self, arms: &A) -> Result<Self> {
-        if self.bound.fix_arms(&arms.as_points()?, None)? {
+        let arms = arms.as_points()?;
+        if self.bound.fix_arms(&arms, None)? {
             self.policy = ArmSetPolicy::Declared;
-            self.previous = Vec::new();
+            // Remembered, so that a later switch to `Detect` knows the set the bound keeps.
+            self.remember(&arms);
         }
         Ok(self)
     }
@@ -136,7 +138,12 @@ impl<B: ConfidenceBound> UcbAgent<B> {
             self.bound.release_arms();
         }
         self.policy = policy;
-        self.previous = Vec::new();
+        // The arms remembered are those of the set the bound keeps, if any (declared or
+        // detected): detection goes on from them.
+        if self.bound.fixed_arms().is_none() {
+            self.previous = Vec::new();
+            self.previous_len = 0;
+        }
         self
     }
 
@@ -187,9 +194,17 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         self.bound
     }
 
-    /// Whether `arms` are the arms of the last `select`.
+    /// Whether `arms` are the arms remembered: those of the last `select`, which are the set
+    /// the bound keeps whenever it keeps one.
     fn same_as_previous(&self, arms: &Points<'_>) -> bool {
         arms.equals_row_major(&self.previous, self.previous_len)
+    }
+
+    /// Remembers `arms`.
+    fn remember(&mut self, arms: &Points<'_>) {
+        self.previous.clear();
+        arms.for_each(|_, x| self.previous.extend_from_slice(x));
+        self.previous_len = arms.len();
     }
 
     /// `select` under [`ArmSetPolicy::Detect`]. A rejected call changes nothing: the arms are
@@ -212,9 +227,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         }
         let best = self.bound.argmax_ucb(arms)?;
         self.bound.release_arms();
-        self.previous.clear();
-        arms.for_each(|_, x| self.previous.extend_from_slice(x));
-        self.previous_len = arms.len();
+        self.remember(arms);
         Ok(best)
     }
 }

@@ -17,7 +17,7 @@ use faer::linalg::triangular_solve::solve_lower_triangular_in_place;
 /// Each observation s is first offered to KORS: with S = diag(1/√p̃) over the anchors (p̃ the
 /// probability each was added with) and s itself temporarily added with weight 1, the ridge
 /// leverage estimate is
-/// τ̃ = ((1 + ε)/μ)(k(s, s) − k_{Z*}(s)ᵀS(SᵀK_{Z*Z*}S + μI)⁻¹Sᵀk_{Z*}(s)) (003 Eq. 41),
+/// τ̃ = ((1 + ε)/μ)(k(s, s) − k_{Z*}(s)ᵀS(SᵀK_{Z*Z*}S + μI)⁻¹Sᵀk_{Z*}(s)) (Zenati et al. 2022 Eq. 41),
 /// computed in O(m²) from a Cholesky factor of SK_ZZS + μI bordered by s; s joins the
 /// dictionary with probability p̃ = min(1, γτ̃). The first observation always joins
 /// (Alg. 2's initialisation Z = {s₀}).
@@ -170,7 +170,7 @@ impl<K: Kernel> EkUcb<K> {
         self.kors_scale.iter().map(|s| 1.0 / (s * s)).collect()
     }
 
-    /// KORS's leverage estimate τ̃ (003 Eq. 41) for a candidate x against the current
+    /// KORS's leverage estimate τ̃ (Zenati et al. 2022 Eq. 41) for a candidate x against the current
     /// dictionary: the probability of joining would be min(1, γτ̃).
     ///
     /// # Errors

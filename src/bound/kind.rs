@@ -274,7 +274,7 @@ impl BoundConfig {
 ///
 /// It is a [`ConfidenceBound`] like each of them (every method goes to the bound inside), and
 /// unlike a `Box<dyn ConfidenceBound>` it is `Clone` and, with the `serde` feature, a
-/// [`Snapshot`](crate::snapshot::Snapshot): a `UcbAgent<AnyBound<K>>` saves and restores
+/// `Snapshot` (module `kernel_bandits::snapshot`): a `UcbAgent<AnyBound<K>>` saves and restores
 /// whichever bound it holds.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

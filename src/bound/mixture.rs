@@ -42,7 +42,8 @@ pub(crate) fn mixture_radius_sq<K: Kernel>(
 ) -> f64 {
     let a0 = params.mixture_regulariser();
     let a = posterior.factor(r).regulariser();
-    let radius_sq_without_quad = log_terms(params, posterior, r0);
+    let (log_det, confidence) = log_terms(params, posterior, r0);
+    let radius_sq_without_quad = log_det + confidence;
     let quad = if r == r0 {
         0.0
     } else {
@@ -60,13 +61,22 @@ pub(crate) fn data_radius_sq<K: Kernel>(
     posterior: &ExactPosterior<K>,
     r0: usize,
 ) -> f64 {
-    params.mixture_regulariser() * posterior.quad_form(r0) + log_terms(params, posterior, r0)
+    let (log_det, confidence) = log_terms(params, posterior, r0);
+    params.mixture_regulariser() * posterior.quad_form(r0) + log_det + confidence
 }
 
-/// σ² ld_{a0} + 2σ² ln(1/δ), the part of R_t² that does not depend on the targets.
-fn log_terms<K: Kernel>(params: &CheckedParams, posterior: &ExactPosterior<K>, r0: usize) -> f64 {
+/// σ² ld_{a0} and 2σ² ln(1/δ), the parts of R_t² that do not depend on the targets (apart, so
+/// that each caller keeps its order of summation, to the bit).
+fn log_terms<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    r0: usize,
+) -> (f64, f64) {
     let sigma_sq = params.sigma() * params.sigma();
-    sigma_sq * posterior.log_det(r0) + 2.0 * sigma_sq * params.log_inv_delta()
+    (
+        sigma_sq * posterior.log_det(r0),
+        2.0 * sigma_sq * params.log_inv_delta(),
+    )
 }
 
 /// Diagnostics over the regularisers `rs` of a mixture bound: the smallest R̃_a².

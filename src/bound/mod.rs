@@ -44,6 +44,8 @@ pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};
 pub use params::{BoundParams, CheckedParams, paper_scale};
 pub use sketch::SketchParams;
 
+pub use crate::posterior::ArmSetInfo;
+
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::points::{AsPoints, Points};
@@ -93,15 +95,6 @@ impl Bounds {
     }
 }
 
-/// The fixed arm set a bound keeps (see [`ConfidenceBound::fix_arms`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ArmSetInfo {
-    /// Number of arms.
-    pub arms: usize,
-    /// Bytes held for their per-arm state (solved kernel columns).
-    pub bytes: usize,
-}
-
 /// The `evaluate` of every exact bound: at each point, the UCB min_a (μ_a + w_a ρ_a) and the
 /// LCB max_a (μ_a − w_a ρ_a) over the regularisers a of `posterior` with widths `widths` (one
 /// for AY, IGP, AMM and K-UCB; DMM's grid), and the mean at the regulariser `mean_index`.
@@ -117,15 +110,21 @@ pub(crate) fn exact_evaluate<K: Kernel>(
 ) -> Result<Bounds> {
     let batch = posterior.evaluate(points)?;
     let m = batch.len();
-    let mut ucb = vec![f64::INFINITY; m];
-    let mut lcb = vec![f64::NEG_INFINITY; m];
+    let (mut ucb, mut lcb) = (Vec::with_capacity(m), Vec::with_capacity(m));
     for (r, &width) in widths.iter().enumerate() {
         let width = check_width(width)?;
         let (mean, variance) = (batch.mean(r), batch.variance(r));
-        for j in 0..m {
-            let spread = width * variance[j].sqrt();
-            ucb[j] = ucb[j].min(mean[j] + spread);
-            lcb[j] = lcb[j].max(mean[j] - spread);
+        let spread = |j: usize| width * variance[j].sqrt();
+        if r == 0 {
+            // The first regulariser's bounds as they are: a NaN stays NaN (and is reported by
+            // `Bounds::crossed`) rather than being folded into ±∞.
+            ucb.extend((0..m).map(|j| mean[j] + spread(j)));
+            lcb.extend((0..m).map(|j| mean[j] - spread(j)));
+        } else {
+            for j in 0..m {
+                ucb[j] = ucb[j].min(mean[j] + spread(j));
+                lcb[j] = lcb[j].max(mean[j] - spread(j));
+            }
         }
     }
     Ok(Bounds {
@@ -470,10 +469,7 @@ macro_rules! forward_posterior {
             self.posterior.release_arms()
         }
         fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
-            self.posterior.fixed_arms().map(|arms| $crate::bound::ArmSetInfo {
-                arms,
-                bytes: self.posterior.fixed_arms_bytes(),
-            })
+            self.posterior.fixed_arms()
         }
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len)

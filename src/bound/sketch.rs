@@ -16,9 +16,9 @@ use crate::posterior::SketchedBatch;
 /// | `delta` (δ) | 0.1 | (0, 1) | failure probability of the theory (β̃, q̄, γ) |
 /// | `epsilon` (ε) | 0.5 | (0, 1) | sketch accuracy; α = (1 + ε)/(1 − ε) |
 /// | `horizon` (T) | — | ≥ 1 | derives BKB's q̄ and EK-UCB's γ when they are not set |
-/// | `qbar` (q̄, BKB) | 6α ln(4T/δ)/ε² | (0, ∞) | BKB inclusion: p = min(1, q̄σ̃²) (002 Thm 1) |
-/// | `mu` (μ, EK-UCB) | λ | (0, ∞) | KORS regulariser (003 App. E.3) |
-/// | `gamma` (γ, EK-UCB) | 12 ln(T/δ) | (0, ∞) | KORS budget: p = min(1, γτ̃) (003 Prop. 4.1) |
+/// | `qbar` (q̄, BKB) | 6α ln(4T/δ)/ε² | (0, ∞) | BKB inclusion: p = min(1, q̄σ̃²) (Calandriello et al. 2019 Thm 1) |
+/// | `mu` (μ, EK-UCB) | λ | (0, ∞) | KORS regulariser (Zenati et al. 2022 App. E.3) |
+/// | `gamma` (γ, EK-UCB) | 12 ln(T/δ) | (0, ∞) | KORS budget: p = min(1, γτ̃) (Zenati et al. 2022 Prop. 4.1) |
 ///
 /// # Examples
 /// ```

@@ -147,19 +147,13 @@ impl<K: Kernel> GreedyVariance<K> {
     /// in the order chosen: O(n² + A n).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if `y.len()` differs from the number of chosen points;
+    /// [`Error::LengthMismatch`] if `y.len()` differs from the number of chosen points;
     /// [`Error::NonFinite`] for a non-finite target, or a mean that overflows (targets far
     /// beyond the scale of a tiny λ).
     pub fn mean(&self, y: &[f64]) -> Result<Vec<f64>> {
         let a = self.candidates();
         let n = self.chosen.len();
-        if y.len() != n {
-            return Err(Error::InvalidParameter {
-                name: "targets",
-                value: y.len() as f64,
-                expected: "one target per chosen point",
-            });
-        }
+        crate::error::one_target_per_point(n, y.len())?;
         if y.iter().any(|v| !v.is_finite()) {
             return Err(Error::NonFinite {
                 what: "target".into(),

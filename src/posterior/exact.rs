@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::CholeskyFactor;
-use super::fixed::{FixedArms, accumulate_row};
+use super::fixed::{ArmSetInfo, FixedArms, accumulate_row};
 use super::health::{CHECK_EVERY, Health, clamp_variance};
 use super::select;
 use super::workspace::{QueryWorkspace, SharedWorkspace, prefix};
@@ -449,7 +449,7 @@ impl<K: Kernel> ExactPosterior<K> {
     /// O((t + n)³/3) too, but one row at a time.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if the number of targets differs from the number of points;
+    /// [`Error::LengthMismatch`] if the number of targets differs from the number of points;
     /// as [`ExactPosterior::observe`] for bad points, targets or kernel values;
     /// [`Error::NotPositiveDefinite`] if a Schur complement is not positive definite. On error
     /// nothing changes.
@@ -590,7 +590,7 @@ impl<K: Kernel> ExactPosterior<K> {
     ///     let x = arms.to_vec(j);
     ///     gp.observe(&x, (6.0 * x[0]).sin())?; // O(A·t)
     /// }
-    /// assert_eq!(gp.fixed_arms(), Some(50));
+    /// assert_eq!(gp.fixed_arms().map(|set| set.arms), Some(50));
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn fix_arms(&mut self, points: &Points<'_>, memory_limit: Option<usize>) -> Result<bool> {
@@ -631,19 +631,18 @@ impl<K: Kernel> ExactPosterior<K> {
         self.fixed = None;
     }
 
-    /// The number of arms of the fixed set kept, if any (see [`ExactPosterior::fix_arms`]).
-    pub fn fixed_arms(&self) -> Option<usize> {
-        self.fixed.as_ref().map(FixedArms::len)
+    /// The fixed arm set kept, if any: its size and the bytes its solved columns hold (see
+    /// [`ExactPosterior::fix_arms`]).
+    pub fn fixed_arms(&self) -> Option<ArmSetInfo> {
+        self.fixed.as_ref().map(|fixed| ArmSetInfo {
+            arms: fixed.len(),
+            bytes: fixed.bytes(),
+        })
     }
 
     /// Whether `points` are the fixed arm set kept (same values, same order); O(A·d).
     pub fn is_fixed(&self, points: &Points<'_>) -> bool {
         self.fixed.as_ref().is_some_and(|f| f.matches(points))
-    }
-
-    /// Bytes held for the fixed arm set (0 without one).
-    pub fn fixed_arms_bytes(&self) -> usize {
-        self.fixed.as_ref().map_or(0, FixedArms::bytes)
     }
 
     /// The posterior at the fixed arms, if `points` are the fixed set.

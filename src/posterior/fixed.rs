@@ -33,6 +33,16 @@ use crate::points::Points;
 /// Arms per chunk of the row update: 8 kB of accumulators, which stay in L1.
 const ARM_CHUNK: usize = 1024;
 
+/// The fixed arm set a posterior or a bound keeps (see
+/// [`ExactPosterior::fix_arms`](super::ExactPosterior::fix_arms)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArmSetInfo {
+    /// Number of arms.
+    pub arms: usize,
+    /// Bytes held for their per-arm state (the solved kernel columns).
+    pub bytes: usize,
+}
+
 /// The solved kernel columns, means and explained variances of a fixed arm set.
 #[derive(Debug, Clone)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]

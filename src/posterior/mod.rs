@@ -25,5 +25,6 @@ mod workspace;
 pub(crate) use cholesky::CholeskyFactor;
 pub use diagnostics::PosteriorDiagnostics;
 pub use exact::{ExactPosterior, PosteriorBatch};
+pub use fixed::ArmSetInfo;
 pub use health::Health;
 pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};

@@ -1,4 +1,4 @@
-//! The independent reference for CMM-UCB: the primal program of paper 001 Thm 4.4,
+//! The independent reference for CMM-UCB: the primal program of Flynn & Reeb 2024 Thm 4.4,
 //! max f(x) s.t. ‖f_t − y_t‖ ≤ R_t, ‖f‖_H ≤ B, solved by `clarabel`.
 //!
 //! By the representer theorem f lies in the span of the kernel functions at the t observed

@@ -371,7 +371,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
 /// Final regret, wall time and dictionary size per environment and method.
 fn markdown(args: &ContextualArgs, cells: &[CellJson]) -> String {
     let mut out = format!(
-        "Contextual bandits (paper 003 §5), T = {}, λ = μ = {}, β̃ = {}, ℓ = {}: mean ± std over \
+        "Contextual bandits (Zenati et al. 2022 §5), T = {}, λ = μ = {}, β̃ = {}, ℓ = {}: mean ± std over \
          {} repetitions (seed {})\n\n| environment | method | final regret | wall time (s) | \
          dictionary size |\n|---|---|---:|---:|---:|\n",
         args.horizon, args.lambda, args.beta, args.lengthscale, args.reps, args.run.seed

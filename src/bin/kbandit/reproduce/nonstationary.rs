@@ -378,7 +378,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
 /// Final regret (mean ± s.e.) per kernel and method, with H/W, widths and eliminations.
 fn markdown(args: &NonstationaryArgs, cells: &[CellJson]) -> String {
     let mut out = format!(
-        "Non-stationary bandit (paper 004 §6), T = {}, ρ = {}, δ = {}: final cumulative regret, \
+        "Non-stationary bandit (Iwazaki & Takeno 2025 §6), T = {}, ρ = {}, δ = {}: final cumulative regret, \
          mean ± s.e. over {} seeds (seed {})\n\n| kernel | method | final regret | H or W | \
          width | eliminations |\n|---|---|---:|---:|---:|---|\n",
         args.horizon, args.noise, args.delta, args.reps, args.run.seed

@@ -423,7 +423,7 @@ fn markdown(args: &Table1Args, settings: &[Setting], cells: &[CellJson]) -> Stri
         out.push('\n');
     }
     if cells.iter().any(|c| c.paper_mean.is_some()) {
-        out.push_str("\nPaper 001, Table 1 (same settings, its own random draws):\n\n");
+        out.push_str("\nFlynn & Reeb (2024), Table 1 (same settings, its own random draws):\n\n");
         header(&mut out);
         for (m, method) in args.methods.iter().enumerate() {
             out.push_str(&format!("| {} |", method.title()));
