@@ -1,10 +1,9 @@
 //! AMM-UCB: the analytic martingale-mixture bound.
 
 use super::mixture::mixture_width;
-use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, forward_posterior};
+use super::{BoundParams, CheckedParams, ConfidenceBound, forward_posterior};
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
 /// AMM-UCB (Flynn & Reeb 2024 Cor. 4.6): U(x) = μ_{a0}(x) + (R̃_{a0}/√a0) ρ_{a0}(x) with a0 = σ²/c and
@@ -67,15 +66,7 @@ impl<K: Kernel> ConfidenceBound for Amm<K> {
         super::mixture::mixture_diagnostics(&self.params, &self.posterior, 0..1, 0)
     }
 
-    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        super::exact_evaluate(&self.posterior, &[self.width()], 0, points)
-    }
-
-    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        super::exact_argmax(&self.posterior, &[self.width()], points)
-    }
-
-    forward_posterior!();
+    forward_posterior!(|b| widths: [b.width()], mean: 0);
 }
 
 #[cfg(feature = "serde")]

@@ -1,9 +1,8 @@
 //! AY-GP-UCB: the self-normalised bound of Abbasi-Yadkori (2012).
 
-use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, forward_posterior};
+use super::{BoundParams, CheckedParams, ConfidenceBound, forward_posterior};
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
 /// AY-GP-UCB (Abbasi-Yadkori 2012 Thm 3.11, as restated in Flynn & Reeb 2024 App. C.2), regulariser λ:
@@ -67,15 +66,7 @@ impl<K: Kernel> ConfidenceBound for Ay<K> {
         "ay"
     }
 
-    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        super::exact_evaluate(&self.posterior, &[self.width()], 0, points)
-    }
-
-    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        super::exact_argmax(&self.posterior, &[self.width()], points)
-    }
-
-    forward_posterior!();
+    forward_posterior!(|b| widths: [b.width()], mean: 0);
 }
 
 #[cfg(feature = "serde")]

@@ -1,10 +1,9 @@
 //! DMM-UCB: the martingale-mixture bound minimised over a grid of regularisers.
 
 use super::mixture::mixture_width;
-use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, forward_posterior};
+use super::{BoundParams, CheckedParams, ConfidenceBound, forward_posterior};
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
-use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
 /// The paper's grid of regularisers, as multiples of a0 = σ²/c (Flynn & Reeb 2024 §7).
@@ -122,15 +121,7 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
         )
     }
 
-    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        super::exact_evaluate(&self.posterior, &self.widths(), self.mixture_index, points)
-    }
-
-    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        super::exact_argmax(&self.posterior, &self.widths(), points)
-    }
-
-    forward_posterior!();
+    forward_posterior!(|b| widths: b.widths(), mean: b.mixture_index);
 }
 
 #[cfg(feature = "serde")]

@@ -1,9 +1,8 @@
 //! IGP-UCB: the improved GP-UCB bound of Chowdhury & Gopalan (2017).
 
-use super::{BoundParams, Bounds, CheckedParams, ConfidenceBound, forward_posterior};
+use super::{BoundParams, CheckedParams, ConfidenceBound, forward_posterior};
 use crate::error::Result;
 use crate::kernel::Kernel;
-use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
 /// IGP-UCB (Chowdhury & Gopalan 2017 Thm 2, as restated in Flynn & Reeb 2024 App. C.2), η > 0:
@@ -69,15 +68,7 @@ impl<K: Kernel> ConfidenceBound for Igp<K> {
         "igp"
     }
 
-    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        super::exact_evaluate(&self.posterior, &[self.width()], 0, points)
-    }
-
-    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        super::exact_argmax(&self.posterior, &[self.width()], points)
-    }
-
-    forward_posterior!();
+    forward_posterior!(|b| widths: [b.width()], mean: 0);
 }
 
 #[cfg(feature = "serde")]

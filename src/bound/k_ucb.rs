@@ -1,9 +1,8 @@
 //! Exact kernel UCB with a fixed exploration width (the papers' K-UCB baseline).
 
-use super::{Bounds, ConfidenceBound, forward_posterior};
+use super::{ConfidenceBound, forward_posterior};
 use crate::error::{Result, positive};
 use crate::kernel::Kernel;
-use crate::points::Points;
 use crate::posterior::ExactPosterior;
 
 /// K-UCB with a fixed width, the exact baseline of Calandriello et al. (2019) and Zenati et al. (2022): U(x) = μ_λ(x) + βσ(x)
@@ -58,15 +57,7 @@ impl<K: Kernel> ConfidenceBound for KUcb<K> {
         "k-ucb"
     }
 
-    fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        super::exact_evaluate(&self.posterior, &[self.width()], 0, points)
-    }
-
-    fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
-        super::exact_argmax(&self.posterior, &[self.width()], points)
-    }
-
-    forward_posterior!();
+    forward_posterior!(|b| widths: [b.width()], mean: 0);
 }
 
 #[cfg(feature = "serde")]

@@ -447,8 +447,25 @@ forward_bound!(Box<B>, &mut B);
 
 /// Implements the [`ConfidenceBound`] methods that only forward to the `posterior` field;
 /// `forward_posterior!(without truncate)` leaves `truncate`, `remove_oldest` and the fixed arm
-/// set to the bound (for cached state).
+/// set to the bound (for cached state). `forward_posterior!(|b| widths: W, mean: M)` also
+/// implements `evaluate` and `argmax_ucb` as every exact bound of the form min_a (μ_a + w_a ρ_a)
+/// does ([`exact_evaluate`], [`exact_argmax`]), with the widths `W` of the posterior's
+/// regularisers and the mean of regulariser `M` (`b` is the bound).
 macro_rules! forward_posterior {
+    (|$b:ident| widths: $widths:expr, mean: $mean:expr) => {
+        fn evaluate(
+            &self,
+            points: &$crate::points::Points<'_>,
+        ) -> $crate::error::Result<$crate::bound::Bounds> {
+            let $b = self;
+            $crate::bound::exact_evaluate(&self.posterior, &$widths, $mean, points)
+        }
+        fn argmax_ucb(&self, points: &$crate::points::Points<'_>) -> $crate::error::Result<usize> {
+            let $b = self;
+            $crate::bound::exact_argmax(&self.posterior, &$widths, points)
+        }
+        forward_posterior!();
+    };
     () => {
         forward_posterior!(without truncate);
         fn observe_many(
