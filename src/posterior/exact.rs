@@ -222,16 +222,6 @@ impl<K: Kernel> ExactPosterior<K> {
         &self.targets
     }
 
-    /// Counts the changes of the observations (updates and truncations), so that state derived
-    /// from the posterior can be cached against it.
-    #[allow(
-        dead_code,
-        reason = "public before; kept for crate code that caches state against the posterior"
-    )]
-    pub(crate) fn generation(&self) -> u64 {
-        self.generation
-    }
-
     /// The kernel values of a query: k(q_j, q_j) for each point, and the cross block
     /// k(xᵢ, q_j) row-major (t × m).
     ///
