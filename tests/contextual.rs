@@ -477,7 +477,11 @@ fn contextual_arms_join_any_layout() {
     ));
     assert!(matches!(
         ContextualArms::new(&context, &vec![vec![0.1], vec![0.2, 0.3]]),
-        Err(Error::DimensionMismatch { .. })
+        Err(Error::RaggedPoints {
+            index: 1,
+            expected: 1,
+            got: 2
+        })
     ));
     assert!(matches!(
         ContextualArms::new(&context, &[[0.1], [f64::INFINITY]]),
