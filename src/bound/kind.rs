@@ -224,7 +224,7 @@ impl Default for BoundConfig {
 }
 
 impl BoundConfig {
-    /// [`BoundParams::new`], the sketch settings of Zenati et al. (2022 §6: λ = μ = 10,
+    /// [`BoundParams::new`], the sketch settings of Zenati et al. (2022 §5: λ = μ = 10,
     /// β̃ = 0.1, γ = 0.1·λ, BKB's q̄ = 2) and seed 0.
     pub fn new() -> Self {
         Self {
