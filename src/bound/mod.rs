@@ -114,16 +114,16 @@ pub(crate) fn exact_evaluate<K: Kernel>(
     for (r, &width) in widths.iter().enumerate() {
         let width = check_width(width)?;
         let (mean, variance) = (batch.mean(r), batch.variance(r));
-        let spread = |j: usize| width * variance[j].sqrt();
-        if r == 0 {
-            // The first regulariser's bounds as they are: a NaN stays NaN (and is reported by
-            // `Bounds::crossed`) rather than being folded into ±∞.
-            ucb.extend((0..m).map(|j| mean[j] + spread(j)));
-            lcb.extend((0..m).map(|j| mean[j] - spread(j)));
-        } else {
-            for j in 0..m {
-                ucb[j] = ucb[j].min(mean[j] + spread(j));
-                lcb[j] = lcb[j].max(mean[j] - spread(j));
+        for j in 0..m {
+            let spread = width * variance[j].sqrt();
+            if r == 0 {
+                // The first regulariser's bounds as they are: a NaN stays NaN (and is reported
+                // by `Bounds::crossed`) rather than being folded into ±∞.
+                ucb.push(mean[j] + spread);
+                lcb.push(mean[j] - spread);
+            } else {
+                ucb[j] = ucb[j].min(mean[j] + spread);
+                lcb[j] = lcb[j].max(mean[j] - spread);
             }
         }
     }
