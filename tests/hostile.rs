@@ -185,8 +185,10 @@ fn kernel_choice() -> impl Strategy<Value = KernelChoice> {
     ]
 }
 
+/// A bound as the hostile script builds it: the library's `BoundKind`, with BKB and EK-UCB
+/// each in two widths.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum BoundKind {
+enum BoundCase {
     Ay,
     Igp,
     Amm,
@@ -199,9 +201,9 @@ enum BoundKind {
     EkUcb(bool),
 }
 
-impl BoundKind {
+impl BoundCase {
     fn is_exact(self) -> bool {
-        !matches!(self, BoundKind::Bkb(_) | BoundKind::EkUcb(_))
+        !matches!(self, BoundCase::Bkb(_) | BoundCase::EkUcb(_))
     }
 }
 
@@ -216,11 +218,11 @@ enum Policy {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum AgentKind {
-    Ucb(BoundKind, Policy),
+    Ucb(BoundCase, Policy),
     Random,
     RPerp { horizon: usize, interval: usize },
-    Restarting(BoundKind, usize),
-    SlidingWindow(BoundKind, usize),
+    Restarting(BoundCase, usize),
+    SlidingWindow(BoundCase, usize),
 }
 
 fn params() -> BoundParams {
@@ -456,14 +458,14 @@ fn build_bound_agent<K: Kernel + Clone + 'static>(
         _ => unreachable!(),
     };
     match bound_kind {
-        BoundKind::Ay => wrap(kind, Ay::new(kernel, params())?, arms),
-        BoundKind::Igp => wrap(kind, Igp::new(kernel, params())?, arms),
-        BoundKind::Amm => wrap(kind, Amm::new(kernel, params())?, arms),
-        BoundKind::Dmm => wrap(kind, Dmm::new(kernel, params())?, arms),
-        BoundKind::Cmm => wrap(kind, Cmm::new(kernel, params())?, arms),
-        BoundKind::KUcb => wrap(kind, KUcb::new(kernel, 0.1, 1.0)?, arms),
-        BoundKind::Bkb(fixed) => wrap(kind, Bkb::new(kernel, sketch_params(fixed), seed)?, arms),
-        BoundKind::EkUcb(fixed) => {
+        BoundCase::Ay => wrap(kind, Ay::new(kernel, params())?, arms),
+        BoundCase::Igp => wrap(kind, Igp::new(kernel, params())?, arms),
+        BoundCase::Amm => wrap(kind, Amm::new(kernel, params())?, arms),
+        BoundCase::Dmm => wrap(kind, Dmm::new(kernel, params())?, arms),
+        BoundCase::Cmm => wrap(kind, Cmm::new(kernel, params())?, arms),
+        BoundCase::KUcb => wrap(kind, KUcb::new(kernel, 0.1, 1.0)?, arms),
+        BoundCase::Bkb(fixed) => wrap(kind, Bkb::new(kernel, sketch_params(fixed), seed)?, arms),
+        BoundCase::EkUcb(fixed) => {
             wrap(kind, EkUcb::new(kernel, sketch_params(fixed), seed)?, arms)
         }
     }
@@ -791,25 +793,25 @@ fn policy() -> impl Strategy<Value = Policy> {
     ]
 }
 
-fn exact_bound() -> impl Strategy<Value = BoundKind> {
+fn exact_bound() -> impl Strategy<Value = BoundCase> {
     prop::sample::select(vec![
-        BoundKind::Ay,
-        BoundKind::Igp,
-        BoundKind::Amm,
-        BoundKind::Dmm,
-        BoundKind::KUcb,
+        BoundCase::Ay,
+        BoundCase::Igp,
+        BoundCase::Amm,
+        BoundCase::Dmm,
+        BoundCase::KUcb,
     ])
 }
 
-fn sketched_bound() -> impl Strategy<Value = BoundKind> {
+fn sketched_bound() -> impl Strategy<Value = BoundCase> {
     prop_oneof![
-        any::<bool>().prop_map(BoundKind::Bkb),
-        any::<bool>().prop_map(BoundKind::EkUcb),
+        any::<bool>().prop_map(BoundCase::Bkb),
+        any::<bool>().prop_map(BoundCase::EkUcb),
     ]
 }
 
-fn any_bound() -> impl Strategy<Value = BoundKind> {
-    prop_oneof![5 => exact_bound(), 1 => Just(BoundKind::Cmm), 2 => sketched_bound()]
+fn any_bound() -> impl Strategy<Value = BoundCase> {
+    prop_oneof![5 => exact_bound(), 1 => Just(BoundCase::Cmm), 2 => sketched_bound()]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -832,7 +834,7 @@ fn hostile_ucb_cmm() {
         "ucb-cmm",
         1000,
         12,
-        policy().prop_map(|p| AgentKind::Ucb(BoundKind::Cmm, p)),
+        policy().prop_map(|p| AgentKind::Ucb(BoundCase::Cmm, p)),
     );
 }
 
