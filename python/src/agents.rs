@@ -1,0 +1,438 @@
+//! The agents: `UcbAgent` over any bound, the seeded `RandomAgent`, and the non-stationary
+//! `RPerp`, `Restarting` and `SlidingWindow` (Iwazaki & Takeno 2025).
+
+use kernel_bandits::agent::{ArmSetPolicy, BanditAgent, Misspecification, RandomAgent as RsRandom, UcbAgent as RsUcb};
+use kernel_bandits::bound::ConfidenceBound;
+use kernel_bandits::nonstationary::{
+    RPerp as RsRPerp, RPerpParams, Restarting as RsRestarting, SlidingWindow as RsWindow,
+};
+use kernel_bandits::points::{ContextualArms, Points};
+use kernel_bandits::snapshot::Snapshot;
+use numpy::PyUntypedArrayMethods;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::arrays::{elements, matrix, rows, vector};
+use crate::bounds::{BoundArrays, PyAnyBound, PyBound, evaluate};
+use crate::errors::{InvalidParameterError, OrRaise};
+use crate::kernels::{AnyKernel, Kernel};
+
+type Agent = dyn BanditAgent + Send;
+
+fn select(py: Python<'_>, agent: &mut Agent, arms: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let aa = matrix(arms, "arms")?;
+    let (data, dim) = rows(&aa);
+    py.detach(|| agent.select_from(&Points::from_row_major(data, dim)?))
+        .or_raise()
+}
+
+fn update(py: Python<'_>, agent: &mut Agent, x: &Bound<'_, PyAny>, y: f64) -> PyResult<()> {
+    let xa = vector(x, "x")?;
+    let xs = elements(&xa);
+    py.detach(|| agent.update(xs, y)).or_raise()
+}
+
+fn select_contextual(
+    py: Python<'_>,
+    agent: &mut Agent,
+    context: &Bound<'_, PyAny>,
+    actions: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    let ca = vector(context, "context")?;
+    let cs = elements(&ca);
+    let aa = matrix(actions, "actions")?;
+    let (data, dim) = rows(&aa);
+    py.detach(|| {
+        let arms = ContextualArms::new(cs, &Points::from_row_major(data, dim)?)?;
+        agent.select_from(&arms.points())
+    })
+    .or_raise()
+}
+
+fn update_contextual(
+    py: Python<'_>,
+    agent: &mut Agent,
+    context: &Bound<'_, PyAny>,
+    action: &Bound<'_, PyAny>,
+    y: f64,
+) -> PyResult<()> {
+    let ca = vector(context, "context")?;
+    let aa = vector(action, "action")?;
+    let (cs, acts) = (elements(&ca), elements(&aa));
+    py.detach(|| agent.update_contextual(cs, acts, y)).or_raise()
+}
+
+/// The methods every agent class has, and the class's own `extra` methods, in one block.
+macro_rules! agent_class {
+    ($class:ident, $rs:ty, { $($extra:tt)* }) => {
+        #[pymethods]
+        impl $class {
+            /// The index of the arm (row of the (n, d) array `arms`) the agent plays.
+            fn select(&mut self, py: Python<'_>, arms: &Bound<'_, PyAny>) -> PyResult<usize> {
+                select(py, &mut self.inner, arms)
+            }
+
+            /// Tells the agent the reward `y` observed at the arm `x` (a 1-D array).
+            fn update(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>, y: f64) -> PyResult<()> {
+                update(py, &mut self.inner, x, y)
+            }
+
+            /// Contextual bandits (Zenati et al. 2022 §2): the index of the action (row of
+            /// `actions`) to play in `context`; the agent scores the joint points
+            /// [context ‖ action].
+            fn select_contextual(
+                &mut self,
+                py: Python<'_>,
+                context: &Bound<'_, PyAny>,
+                actions: &Bound<'_, PyAny>,
+            ) -> PyResult<usize> {
+                select_contextual(py, &mut self.inner, context, actions)
+            }
+
+            /// Tells the agent the reward `y` of `action` in `context`.
+            fn update_contextual(
+                &mut self,
+                py: Python<'_>,
+                context: &Bound<'_, PyAny>,
+                action: &Bound<'_, PyAny>,
+                y: f64,
+            ) -> PyResult<()> {
+                update_contextual(py, &mut self.inner, context, action, y)
+            }
+
+            /// The agent's name, e.g. "UCB(DMM-UCB)".
+            #[getter]
+            fn name(&self) -> String {
+                self.inner.name()
+            }
+
+            /// The agent as bytes (the crate's binary snapshot, with a checksum).
+            fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+                let inner = &self.inner;
+                let bytes = py.detach(|| inner.to_bytes()).or_raise()?;
+                Ok(PyBytes::new(py, &bytes))
+            }
+
+            /// An agent from `to_bytes`; it continues bit-identically.
+            #[staticmethod]
+            #[pyo3(signature = (data, spec = None))]
+            fn from_bytes(py: Python<'_>, data: &[u8], spec: Option<String>) -> PyResult<Self> {
+                let inner = py.detach(|| <$rs>::from_bytes(data)).or_raise()?;
+                let spec = spec.unwrap_or_else(|| inner.name());
+                Ok(Self { inner, spec })
+            }
+
+            fn __reduce__<'py>(
+                &self,
+                py: Python<'py>,
+            ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, String))> {
+                let restore = py.get_type::<$class>().getattr("from_bytes")?;
+                Ok((restore, (self.to_bytes(py)?, self.spec.clone())))
+            }
+
+            /// An independent copy.
+            fn copy(&self) -> PyResult<Self> {
+                let inner = <$rs>::from_bytes(&self.inner.to_bytes().or_raise()?).or_raise()?;
+                Ok(Self { inner, spec: self.spec.clone() })
+            }
+
+            fn __copy__(&self) -> PyResult<Self> {
+                self.copy()
+            }
+
+            fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+                self.copy()
+            }
+
+            fn __repr__(&self) -> String {
+                self.spec.clone()
+            }
+
+            $($extra)*
+        }
+    };
+}
+
+/// The bandit agent of Flynn & Reeb (2024) Alg. 1: plays the arm with the largest upper
+/// confidence bound of `bound` (the lowest index among ties), then absorbs the reward.
+///
+/// The agent starts from a copy of `bound` (with whatever it has observed); `agent.bound` is a
+/// copy of the agent's bound now, and `agent.bounds(x)` scores points without copying.
+///
+/// Fixed arm sets: when the same arms come back every round, the exact bounds keep their kernel
+/// rows and score them in O(t) per arm. `arm_sets="detect"` (default) notices a repeated set by
+/// itself, within `memory_limit` bytes; `"declared"` only uses a set given to `with_arm_set`
+/// (or `arm_set=`); `"off"` never keeps one. The choices are the same in every mode.
+///
+/// `misspecification="refuse"` makes `select` raise `MisspecifiedError` once the data refute
+/// σ, B or δ (see `Bound.diagnostics`); the default `"report"` goes on.
+#[pyclass(name = "UcbAgent", module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct PyUcbAgent {
+    inner: RsUcb<PyAnyBound>,
+    spec: String,
+}
+
+fn parse_policy(arm_sets: &str, memory_limit: Option<usize>) -> PyResult<ArmSetPolicy> {
+    Ok(match arm_sets {
+        "detect" => ArmSetPolicy::Detect {
+            memory_limit: memory_limit.unwrap_or(ArmSetPolicy::DEFAULT_MEMORY_LIMIT),
+        },
+        "declared" => ArmSetPolicy::Declared,
+        "off" => ArmSetPolicy::Off,
+        other => {
+            return Err(InvalidParameterError::new_err(format!(
+                "arm_sets = {other:?}: expected \"detect\", \"declared\" or \"off\""
+            )));
+        }
+    })
+}
+
+agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
+    #[new]
+    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report"))]
+    fn new(
+        py: Python<'_>,
+        bound: PyRef<'_, PyBound>,
+        arm_set: Option<&Bound<'_, PyAny>>,
+        arm_sets: &str,
+        memory_limit: Option<usize>,
+        misspecification: &str,
+    ) -> PyResult<Self> {
+        let policy = parse_policy(arm_sets, memory_limit)?;
+        let misspecification = match misspecification {
+            "report" => Misspecification::Report,
+            "refuse" => Misspecification::Refuse,
+            other => {
+                return Err(InvalidParameterError::new_err(format!(
+                    "misspecification = {other:?}: expected \"report\" or \"refuse\""
+                )));
+            }
+        };
+        let mut inner = RsUcb::new(bound.inner.clone())
+            .with_policy(policy)
+            .with_misspecification(misspecification);
+        if let Some(arms) = arm_set {
+            let aa = matrix(arms, "arm_set")?;
+            let (data, dim) = rows(&aa);
+            inner = py
+                .detach(|| inner.with_arm_set(&Points::from_row_major(data, dim)?))
+                .or_raise()?;
+        }
+        Ok(Self { inner, spec: format!("UcbAgent({})", bound.spec) })
+    }
+
+    /// Declares the arm set the agent will be offered every round (the rows of `arms`): the
+    /// exact bounds then keep its kernel rows. Returns the agent.
+    fn with_arm_set<'py>(
+        mut slf: PyRefMut<'py, Self>,
+        arms: &Bound<'py, PyAny>,
+    ) -> PyResult<PyRefMut<'py, Self>> {
+        let py = slf.py();
+        let aa = matrix(arms, "arms")?;
+        let (data, dim) = rows(&aa);
+        let agent = slf.inner.clone();
+        slf.inner = py
+            .detach(|| agent.with_arm_set(&Points::from_row_major(data, dim)?))
+            .or_raise()?;
+        Ok(slf)
+    }
+
+    /// (mean, lcb, ucb) of the agent's bound at the rows of `x`.
+    fn bounds<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<BoundArrays<'py>> {
+        evaluate(py, self.inner.bound(), x)
+    }
+
+    /// The diagnostics of the agent's bound.
+    fn diagnostics(&self) -> crate::bounds::Diagnostics {
+        self.inner.bound().diagnostics().into()
+    }
+
+    /// A copy of the agent's bound as it is now.
+    #[getter]
+    fn bound(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        PyBound {
+            inner: self.inner.bound().clone(),
+            spec: self
+                .spec
+                .strip_prefix("UcbAgent(")
+                .and_then(|s| s.strip_suffix(')'))
+                .unwrap_or(&self.spec)
+                .to_string(),
+        }
+        .into_py_object(py)
+    }
+
+    /// The number of observations the agent has absorbed.
+    fn __len__(&self) -> usize {
+        self.inner.bound().len()
+    }
+});
+
+/// Plays a uniformly random arm each round, from a seeded generator (the baseline of Flynn &
+/// Reeb 2024 §7).
+#[pyclass(name = "RandomAgent", module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct PyRandomAgent {
+    inner: RsRandom,
+    spec: String,
+}
+
+agent_class!(PyRandomAgent, RsRandom, {
+    #[new]
+    #[pyo3(signature = (seed = 0))]
+    fn new(seed: u64) -> Self {
+        Self { inner: RsRandom::new(seed), spec: format!("RandomAgent(seed={seed})") }
+    }
+});
+
+/// GP-UCB that forgets everything every `interval` rounds (R-GP-UCB, a baseline of Iwazaki &
+/// Takeno 2025 §6), over a copy of any bound.
+#[pyclass(name = "Restarting", module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct PyRestarting {
+    inner: RsRestarting<PyAnyBound>,
+    spec: String,
+}
+
+agent_class!(PyRestarting, RsRestarting<PyAnyBound>, {
+    #[new]
+    fn new(bound: PyRef<'_, PyBound>, interval: usize) -> PyResult<Self> {
+        let inner = RsRestarting::new(bound.inner.clone(), interval).or_raise()?;
+        Ok(Self { inner, spec: format!("Restarting({}, interval={interval})", bound.spec) })
+    }
+
+    /// The restart interval.
+    #[getter]
+    fn interval(&self) -> usize {
+        self.inner.interval()
+    }
+});
+
+/// GP-UCB on the last `window` observations only (SW-GP-UCB, a baseline of Iwazaki & Takeno
+/// 2025 §6), over a copy of a bound that can forget its oldest observation (the exact bounds).
+#[pyclass(name = "SlidingWindow", module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct PySlidingWindow {
+    inner: RsWindow<PyAnyBound>,
+    spec: String,
+}
+
+agent_class!(PySlidingWindow, RsWindow<PyAnyBound>, {
+    #[new]
+    fn new(bound: PyRef<'_, PyBound>, window: usize) -> PyResult<Self> {
+        let inner = RsWindow::new(bound.inner.clone(), window).or_raise()?;
+        Ok(Self { inner, spec: format!("SlidingWindow({}, window={window})", bound.spec) })
+    }
+
+    /// The window length.
+    #[getter]
+    fn window(&self) -> usize {
+        self.inner.window()
+    }
+});
+
+/// R-PERP, restarting phased elimination with random permutation (Iwazaki & Takeno 2025
+/// Alg. 1), for a fixed arm set `arms` over `horizon` rounds: within each interval of H rounds
+/// it plays batches of maximum-variance arms in random order and eliminates arms whose UCB falls
+/// below the best LCB, then restarts.
+///
+/// Parameters (the crate's defaults when `None`): `noise` σ (0.1), `lambda_` λ (σ²), `norm_bound`
+/// B (1), `delta` δ (0.1), `constant` C of the width (1), `width_scale` (1; the paper's
+/// experiments scale the theoretical width), `width` (a fixed width instead of the theory's),
+/// `variation` V_T (1), `interval` H (the theory's from V_T). `seed` draws the permutations.
+#[pyclass(name = "RPerp", module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct PyRPerp {
+    inner: RsRPerp<AnyKernel>,
+    spec: String,
+}
+
+agent_class!(PyRPerp, RsRPerp<AnyKernel>, {
+    #[new]
+    #[pyo3(signature = (kernel, arms, horizon, *, noise = None, lambda_ = None, norm_bound = None, delta = None, constant = None, width_scale = None, width = None, variation = None, interval = None, seed = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        kernel: PyRef<'_, Kernel>,
+        arms: &Bound<'_, PyAny>,
+        horizon: usize,
+        noise: Option<f64>,
+        lambda_: Option<f64>,
+        norm_bound: Option<f64>,
+        delta: Option<f64>,
+        constant: Option<f64>,
+        width_scale: Option<f64>,
+        width: Option<f64>,
+        variation: Option<f64>,
+        interval: Option<usize>,
+        seed: u64,
+    ) -> PyResult<Self> {
+        let mut p = RPerpParams::new(horizon);
+        if let Some(v) = noise { p = p.noise(v); }
+        if let Some(v) = lambda_ { p = p.lambda(v); }
+        if let Some(v) = norm_bound { p = p.norm_bound(v); }
+        if let Some(v) = delta { p = p.delta(v); }
+        if let Some(v) = constant { p = p.constant(v); }
+        if let Some(v) = width_scale { p = p.width_scale(v); }
+        if let Some(v) = width { p = p.width(v); }
+        if let Some(v) = variation { p = p.variation(v); }
+        if let Some(v) = interval { p = p.interval(v); }
+        let aa = matrix(arms, "arms")?;
+        let (data, dim) = rows(&aa);
+        let k = kernel.inner.clone();
+        let inner = py
+            .detach(|| RsRPerp::new(k, &Points::from_row_major(data, dim)?, p, seed))
+            .or_raise()?;
+        let spec = format!("RPerp({}, <{} arms>, horizon={horizon}, seed={seed})", kernel.repr, aa.shape()[0]);
+        Ok(Self { inner, spec })
+    }
+
+    /// The interval length H.
+    #[getter]
+    fn interval(&self) -> usize {
+        self.inner.interval_len()
+    }
+
+    /// The confidence width used for elimination.
+    #[getter]
+    fn width(&self) -> f64 {
+        self.inner.width()
+    }
+
+    /// The indices of the arms still potential maximisers in this interval.
+    #[getter]
+    fn potential_maximisers(&self) -> Vec<usize> {
+        self.inner.potential_maximisers().to_vec()
+    }
+});
+
+/// `f(agent)` with the agent inside any of the agent classes, borrowed mutably.
+pub fn with_agent<R>(
+    obj: &Bound<'_, PyAny>,
+    f: impl FnOnce(&mut Agent) -> PyResult<R>,
+) -> PyResult<R> {
+    macro_rules! try_class {
+        ($($class:ty),*) => {$(
+            if let Ok(cell) = obj.cast::<$class>() {
+                let mut this = cell.try_borrow_mut()?;
+                return f(&mut this.inner);
+            }
+        )*};
+    }
+    try_class!(PyUcbAgent, PyRandomAgent, PyRestarting, PySlidingWindow, PyRPerp);
+    Err(pyo3::exceptions::PyTypeError::new_err(format!(
+        "expected an agent of kernel_bandits (UcbAgent, RandomAgent, Restarting, SlidingWindow, RPerp), got {}",
+        obj.get_type().name()?
+    )))
+}
+
+/// Adds the agent classes to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyUcbAgent>()?;
+    m.add_class::<PyRandomAgent>()?;
+    m.add_class::<PyRestarting>()?;
+    m.add_class::<PySlidingWindow>()?;
+    m.add_class::<PyRPerp>()?;
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! numpy in and out. A C-contiguous float64 array is read in place; anything else that numpy
+//! can turn into an array of real numbers (lists, float32, integers, strided views, Fortran
+//! order) is converted once, as a whole, and other inputs are refused with a clear error.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+
+use crate::errors::{bad_shape, bad_type};
+
+/// How many inputs were converted (copied) rather than read in place; see `_conversions`.
+static CONVERSIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The number of array arguments converted (copied) since the module was loaded. Inputs that are
+/// already C-contiguous float64 arrays are read in place and do not count; tests use this to
+/// check that no copy is made.
+#[pyfunction]
+pub fn _conversions() -> u64 {
+    CONVERSIONS.load(Ordering::Relaxed)
+}
+
+/// `numpy.asarray(obj)`, refused unless its dtype holds real numbers (bool, integers, floats),
+/// then `numpy.ascontiguousarray(…, dtype=float64)`.
+fn convert<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let numpy = py.import("numpy")?;
+    let array = numpy
+        .call_method1("asarray", (obj,))
+        .map_err(|e| bad_type(format!("{what}: not convertible to an array of numbers ({e})")))?;
+    let dtype = array.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
+        return Err(bad_type(format!(
+            "{what}: expected real numbers, got an array of dtype {}",
+            dtype.str()?
+        )));
+    }
+    CONVERSIONS.fetch_add(1, Ordering::Relaxed);
+    numpy.call_method1("ascontiguousarray", (array, numpy.getattr("float64")?))
+}
+
+fn shape_of(obj: &Bound<'_, PyAny>) -> String {
+    obj.getattr("shape")
+        .and_then(|s| s.str().map(|s| s.to_string()))
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// A 2-D array of points (one per row), read in place when it is C-contiguous float64.
+pub fn matrix<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
+    if let Ok(array) = obj.cast::<PyArray2<f64>>() {
+        if array.is_c_contiguous() {
+            return array
+                .try_readonly()
+                .map_err(|e| bad_type(format!("{what}: {e}")));
+        }
+    }
+    let converted = convert(obj, what)?;
+    let ndim: usize = converted.getattr("ndim")?.extract()?;
+    if ndim != 2 {
+        return Err(bad_shape(format!(
+            "{what}: expected a 2-D array (one point per row), got shape {}",
+            shape_of(&converted)
+        )));
+    }
+    let array = converted.cast_into::<PyArray2<f64>>()?;
+    array
+        .try_readonly()
+        .map_err(|e| bad_type(format!("{what}: {e}")))
+}
+
+/// A 1-D array (a point, or one target per point), read in place when it is C-contiguous
+/// float64.
+pub fn vector<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, f64>> {
+    if let Ok(array) = obj.cast::<PyArray1<f64>>() {
+        if array.is_c_contiguous() {
+            return array
+                .try_readonly()
+                .map_err(|e| bad_type(format!("{what}: {e}")));
+        }
+    }
+    let converted = convert(obj, what)?;
+    let ndim: usize = converted.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Err(bad_shape(format!(
+            "{what}: expected a 1-D array, got shape {}",
+            shape_of(&converted)
+        )));
+    }
+    let array = converted.cast_into::<PyArray1<f64>>()?;
+    array
+        .try_readonly()
+        .map_err(|e| bad_type(format!("{what}: {e}")))
+}
+
+/// The row-major data and the number of columns of a matrix read by [`matrix`].
+pub fn rows<'a>(array: &'a PyReadonlyArray2<'_, f64>) -> (&'a [f64], usize) {
+    let columns = array.shape()[1];
+    // `matrix` only returns C-contiguous arrays.
+    let data = array.as_slice().expect("C-contiguous by construction");
+    (data, columns)
+}
+
+/// The elements of a vector read by [`vector`].
+pub fn elements<'a>(array: &'a PyReadonlyArray1<'_, f64>) -> &'a [f64] {
+    array.as_slice().expect("C-contiguous by construction")
+}
+
+/// A new float64 array that takes over `values` without copying.
+pub fn to_numpy<'py>(py: Python<'py>, values: Vec<f64>) -> Bound<'py, PyArray1<f64>> {
+    PyArray1::from_vec(py, values)
+}

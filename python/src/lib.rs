@@ -1,0 +1,32 @@
+//! Python bindings of kernel-bandits (module `kernel_bandits._core`, re-exported by the
+//! `kernel_bandits` package): kernels, the eight confidence bounds, the agents and the papers'
+//! environments, with numpy arrays in and out.
+//!
+//! Every call that works on the data releases the GIL; C-contiguous float64 arrays are read in
+//! place. Every error of the crate becomes a `KernelBanditsError` (a `ValueError`) subclass, and
+//! a call that raises leaves its object as it was.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod agents;
+mod arrays;
+mod bounds;
+mod envs;
+mod errors;
+mod kernels;
+
+use pyo3::prelude::*;
+
+/// The native module.
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    kernels::register(m)?;
+    bounds::register(m)?;
+    agents::register(m)?;
+    envs::register(m)?;
+    m.add_function(wrap_pyfunction!(arrays::_conversions, m)?)?;
+    Ok(())
+}
