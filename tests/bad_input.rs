@@ -2,6 +2,7 @@
 //! sets and invalid parameters, for every bound and agent. "Unchanged" is checked by
 //! comparing the bounds at probe points, bit for bit, before and after the rejected call.
 
+use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;
 use nalgebra::DMatrix;
 
@@ -355,4 +356,42 @@ fn bounds_work_through_references_and_trait_objects() {
     assert!(b.lcb[0] <= b.ucb[0]);
     let boxed: Box<dyn ConfidenceBound> = Box::new(dmm);
     assert_eq!(boxed.bounds(&[[0.1, 0.2]]).unwrap(), b);
+}
+
+/// A batch refused part-way (a bad target after good ones, or points of the wrong dimension)
+/// must leave every bound as it was, the sketched ones included: their random generators and
+/// dictionaries must not move, so the bound continues exactly as a twin that never saw the
+/// call. (Found by the Python package's tests: BKB and EK-UCB used to diverge.)
+#[test]
+fn refused_batches_leave_every_bound_on_its_course() {
+    let kernel = Matern::new(1.5, 0.4).unwrap();
+    let config = BoundConfig::new().params(params()).seed(7);
+    let point = |i: usize| [(i as f64 * 0.37).fract(), (i as f64 * 0.61).fract()];
+    for kind in BoundKind::ALL {
+        let mut hit = kind.build(kernel, &config).unwrap();
+        let mut twin = kind.build(kernel, &config).unwrap();
+        for i in 0..10 {
+            let y = (3.0 * point(i)[0]).sin();
+            hit.observe(&point(i), y).unwrap();
+            twin.observe(&point(i), y).unwrap();
+        }
+        let good = [point(20), point(21), point(22)];
+        let wrong_dim = [[0.5, 0.5, 0.5], [0.1, 0.2, 0.3]];
+        let refused: [(&dyn AsPoints, &[f64]); 4] = [
+            (&good, &[1.0, f64::INFINITY, 0.0]),
+            (&good, &[1.0, 2.0, f64::NAN]),
+            (&good, &[1.0, 2.0]),
+            (&wrong_dim, &[1.0, 2.0]),
+        ];
+        for (points, targets) in refused {
+            let points = points.as_points().unwrap();
+            assert!(hit.observe_many(&points, targets).is_err(), "{kind}");
+        }
+        for i in 30..50 {
+            let y = (2.0 * point(i)[1]).cos();
+            hit.observe(&point(i), y).unwrap();
+            twin.observe(&point(i), y).unwrap();
+        }
+        assert_eq!(snapshot(&hit), snapshot(&twin), "{kind}: a refused batch changed the bound");
+    }
 }

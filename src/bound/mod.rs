@@ -204,14 +204,31 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     ///
     /// # Errors
     /// [`crate::Error::LengthMismatch`] if the number of targets differs from the number of
-    /// points; as [`ConfidenceBound::observe`]. On error the exact bounds are unchanged; the
-    /// provided method (used by the sketched bounds) observes one point at a time and
-    /// [`ConfidenceBound::truncate`]s back on a failure, which restores their observations
-    /// but neither rewinds their random generator nor, for BKB, its resampled dictionary.
+    /// points; as [`ConfidenceBound::observe`]. On error the exact bounds are unchanged. The
+    /// provided method (used by CMM-UCB and the sketched bounds) refuses a wrong number of
+    /// targets, points of the wrong dimension and non-finite targets before anything changes
+    /// (the points are finite by construction), so bad input loses nothing; it then observes
+    /// one point at a time and [`ConfidenceBound::truncate`]s back on a numerical failure,
+    /// which restores the observations but, for the sketched bounds, neither rewinds their
+    /// random generator nor BKB's resampled dictionary.
     ///
     /// [`ExactPosterior::observe_many`]: crate::posterior::ExactPosterior::observe_many
     fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
         crate::error::one_target_per_point(points.len(), targets.len())?;
+        if let Some(expected) = self.dim()
+            && !points.is_empty()
+            && points.dim() != expected
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: points.dim(),
+            });
+        }
+        if targets.iter().any(|y| !y.is_finite()) {
+            return Err(Error::NonFinite {
+                what: "observed target".into(),
+            });
+        }
         let before = self.len();
         let mut scratch = vec![0.0; points.dim()];
         for (j, &y) in targets.iter().enumerate() {
