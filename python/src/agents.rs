@@ -1,7 +1,9 @@
 //! The agents: `UcbAgent` over any bound, the seeded `RandomAgent`, and the non-stationary
 //! `RPerp`, `Restarting` and `SlidingWindow` (Iwazaki & Takeno 2025).
 
-use kernel_bandits::agent::{ArmSetPolicy, BanditAgent, Misspecification, RandomAgent as RsRandom, UcbAgent as RsUcb};
+use kernel_bandits::agent::{
+    ArmSetPolicy, BanditAgent, Misspecification, RandomAgent as RsRandom, UcbAgent as RsUcb,
+};
 use kernel_bandits::bound::ConfidenceBound;
 use kernel_bandits::nonstationary::{
     RPerp as RsRPerp, RPerpParams, Restarting as RsRestarting, SlidingWindow as RsWindow,
@@ -59,7 +61,8 @@ fn update_contextual(
     let ca = vector(context, "context")?;
     let aa = vector(action, "action")?;
     let (cs, acts) = (elements(&ca), elements(&aa));
-    py.detach(|| agent.update_contextual(cs, acts, y)).or_raise()
+    py.detach(|| agent.update_contextual(cs, acts, y))
+        .or_raise()
 }
 
 /// The methods every agent class has, and the class's own `extra` methods, in one block.
@@ -125,7 +128,7 @@ macro_rules! agent_class {
             fn __reduce__<'py>(
                 &self,
                 py: Python<'py>,
-            ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, String))> {
+            ) -> PyResult<crate::Reduce<'py>> {
                 let restore = py.get_type::<$class>().getattr("from_bytes")?;
                 Ok((restore, (self.to_bytes(py)?, self.spec.clone())))
             }
@@ -219,7 +222,10 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
                 .detach(|| inner.with_arm_set(&Points::from_row_major(data, dim)?))
                 .or_raise()?;
         }
-        Ok(Self { inner, spec: format!("UcbAgent({})", bound.spec) })
+        Ok(Self {
+            inner,
+            spec: format!("UcbAgent({})", bound.spec),
+        })
     }
 
     /// Declares the arm set the agent will be offered every round (the rows of `arms`): the
@@ -282,7 +288,10 @@ agent_class!(PyRandomAgent, RsRandom, {
     #[new]
     #[pyo3(signature = (seed = 0))]
     fn new(seed: u64) -> Self {
-        Self { inner: RsRandom::new(seed), spec: format!("RandomAgent(seed={seed})") }
+        Self {
+            inner: RsRandom::new(seed),
+            spec: format!("RandomAgent(seed={seed})"),
+        }
     }
 });
 
@@ -299,7 +308,10 @@ agent_class!(PyRestarting, RsRestarting<PyAnyBound>, {
     #[new]
     fn new(bound: PyRef<'_, PyBound>, interval: usize) -> PyResult<Self> {
         let inner = RsRestarting::new(bound.inner.clone(), interval).or_raise()?;
-        Ok(Self { inner, spec: format!("Restarting({}, interval={interval})", bound.spec) })
+        Ok(Self {
+            inner,
+            spec: format!("Restarting({}, interval={interval})", bound.spec),
+        })
     }
 
     /// The restart interval.
@@ -322,7 +334,10 @@ agent_class!(PySlidingWindow, RsWindow<PyAnyBound>, {
     #[new]
     fn new(bound: PyRef<'_, PyBound>, window: usize) -> PyResult<Self> {
         let inner = RsWindow::new(bound.inner.clone(), window).or_raise()?;
-        Ok(Self { inner, spec: format!("SlidingWindow({}, window={window})", bound.spec) })
+        Ok(Self {
+            inner,
+            spec: format!("SlidingWindow({}, window={window})", bound.spec),
+        })
     }
 
     /// The window length.
@@ -369,22 +384,44 @@ agent_class!(PyRPerp, RsRPerp<AnyKernel>, {
         seed: u64,
     ) -> PyResult<Self> {
         let mut p = RPerpParams::new(horizon);
-        if let Some(v) = noise { p = p.noise(v); }
-        if let Some(v) = lambda_ { p = p.lambda(v); }
-        if let Some(v) = norm_bound { p = p.norm_bound(v); }
-        if let Some(v) = delta { p = p.delta(v); }
-        if let Some(v) = constant { p = p.constant(v); }
-        if let Some(v) = width_scale { p = p.width_scale(v); }
-        if let Some(v) = width { p = p.width(v); }
-        if let Some(v) = variation { p = p.variation(v); }
-        if let Some(v) = interval { p = p.interval(v); }
+        if let Some(v) = noise {
+            p = p.noise(v);
+        }
+        if let Some(v) = lambda_ {
+            p = p.lambda(v);
+        }
+        if let Some(v) = norm_bound {
+            p = p.norm_bound(v);
+        }
+        if let Some(v) = delta {
+            p = p.delta(v);
+        }
+        if let Some(v) = constant {
+            p = p.constant(v);
+        }
+        if let Some(v) = width_scale {
+            p = p.width_scale(v);
+        }
+        if let Some(v) = width {
+            p = p.width(v);
+        }
+        if let Some(v) = variation {
+            p = p.variation(v);
+        }
+        if let Some(v) = interval {
+            p = p.interval(v);
+        }
         let aa = matrix(arms, "arms")?;
         let (data, dim) = rows(&aa);
         let k = kernel.inner.clone();
         let inner = py
             .detach(|| RsRPerp::new(k, &Points::from_row_major(data, dim)?, p, seed))
             .or_raise()?;
-        let spec = format!("RPerp({}, <{} arms>, horizon={horizon}, seed={seed})", kernel.repr, aa.shape()[0]);
+        let spec = format!(
+            "RPerp({}, <{} arms>, horizon={horizon}, seed={seed})",
+            kernel.repr,
+            aa.shape()[0]
+        );
         Ok(Self { inner, spec })
     }
 
@@ -420,7 +457,13 @@ pub fn with_agent<R>(
             }
         )*};
     }
-    try_class!(PyUcbAgent, PyRandomAgent, PyRestarting, PySlidingWindow, PyRPerp);
+    try_class!(
+        PyUcbAgent,
+        PyRandomAgent,
+        PyRestarting,
+        PySlidingWindow,
+        PyRPerp
+    );
     Err(pyo3::exceptions::PyTypeError::new_err(format!(
         "expected an agent of kernel_bandits (UcbAgent, RandomAgent, Restarting, SlidingWindow, RPerp), got {}",
         obj.get_type().name()?

@@ -4,7 +4,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use numpy::{PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{
+    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use pyo3::prelude::*;
 
 use crate::errors::{bad_shape, bad_type};
@@ -25,9 +27,11 @@ pub fn _conversions() -> u64 {
 fn convert<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
     let numpy = py.import("numpy")?;
-    let array = numpy
-        .call_method1("asarray", (obj,))
-        .map_err(|e| bad_type(format!("{what}: not convertible to an array of numbers ({e})")))?;
+    let array = numpy.call_method1("asarray", (obj,)).map_err(|e| {
+        bad_type(format!(
+            "{what}: not convertible to an array of numbers ({e})"
+        ))
+    })?;
     let dtype = array.getattr("dtype")?;
     let kind: String = dtype.getattr("kind")?.extract()?;
     if !matches!(kind.as_str(), "b" | "i" | "u" | "f") {
@@ -48,12 +52,12 @@ fn shape_of(obj: &Bound<'_, PyAny>) -> String {
 
 /// A 2-D array of points (one per row), read in place when it is C-contiguous float64.
 pub fn matrix<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
-    if let Ok(array) = obj.cast::<PyArray2<f64>>() {
-        if array.is_c_contiguous() {
-            return array
-                .try_readonly()
-                .map_err(|e| bad_type(format!("{what}: {e}")));
-        }
+    if let Ok(array) = obj.cast::<PyArray2<f64>>()
+        && array.is_c_contiguous()
+    {
+        return array
+            .try_readonly()
+            .map_err(|e| bad_type(format!("{what}: {e}")));
     }
     let converted = convert(obj, what)?;
     let ndim: usize = converted.getattr("ndim")?.extract()?;
@@ -72,12 +76,12 @@ pub fn matrix<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyAr
 /// A 1-D array (a point, or one target per point), read in place when it is C-contiguous
 /// float64.
 pub fn vector<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, f64>> {
-    if let Ok(array) = obj.cast::<PyArray1<f64>>() {
-        if array.is_c_contiguous() {
-            return array
-                .try_readonly()
-                .map_err(|e| bad_type(format!("{what}: {e}")));
-        }
+    if let Ok(array) = obj.cast::<PyArray1<f64>>()
+        && array.is_c_contiguous()
+    {
+        return array
+            .try_readonly()
+            .map_err(|e| bad_type(format!("{what}: {e}")));
     }
     let converted = convert(obj, what)?;
     let ndim: usize = converted.getattr("ndim")?.extract()?;

@@ -1,9 +1,9 @@
 //! The eight confidence bounds as one base class, `Bound`, and a subclass per bound.
 
 use kernel_bandits::bound::{
-    AnyBound, Amm as RsAmm, Ay as RsAy, Bkb as RsBkb, BoundConfig, BoundKind, BoundParams,
-    Bounds, Cmm as RsCmm, ConfidenceBound, Dmm as RsDmm, EkUcb as RsEkUcb, Igp as RsIgp,
-    KUcb as RsKUcb, SketchParams,
+    Amm as RsAmm, AnyBound, Ay as RsAy, Bkb as RsBkb, BoundConfig, BoundKind, BoundParams, Bounds,
+    Cmm as RsCmm, ConfidenceBound, Dmm as RsDmm, EkUcb as RsEkUcb, Igp as RsIgp, KUcb as RsKUcb,
+    SketchParams,
 };
 use kernel_bandits::points::Points;
 use kernel_bandits::snapshot::Snapshot;
@@ -26,7 +26,11 @@ pub type BoundArrays<'py> = (
 );
 
 pub(crate) fn bounds_to_numpy(py: Python<'_>, b: Bounds) -> BoundArrays<'_> {
-    (to_numpy(py, b.mean), to_numpy(py, b.lcb), to_numpy(py, b.ucb))
+    (
+        to_numpy(py, b.mean),
+        to_numpy(py, b.lcb),
+        to_numpy(py, b.ucb),
+    )
 }
 
 /// `bound.evaluate(x)` on a matrix argument, with the GIL released.
@@ -157,15 +161,9 @@ impl PyBound {
         self.inner.dim()
     }
 
-    /// The bound's name, e.g. "DMM-UCB".
+    /// The bound's name as `make_bound` accepts it, e.g. "dmm" or "ek-ucb".
     #[getter]
     fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    /// The bound's short name as `make_bound` accepts it, e.g. "dmm".
-    #[getter]
-    fn kind(&self) -> &'static str {
         self.inner.kind().name()
     }
 
@@ -239,10 +237,7 @@ impl PyBound {
         PyBound { inner, spec }.into_py_object(py)
     }
 
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, String))> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<crate::Reduce<'py>> {
         let restore = py.get_type::<PyBound>().getattr("from_bytes")?;
         Ok((restore, (self.to_bytes(py)?, self.spec.clone())))
     }
@@ -441,7 +436,10 @@ fn sketch_params(
     mu: Option<f64>,
     gamma: Option<f64>,
 ) -> SketchParams {
-    let mut p = SketchParams::new().lambda(lambda).delta(delta).epsilon(epsilon);
+    let mut p = SketchParams::new()
+        .lambda(lambda)
+        .delta(delta)
+        .epsilon(epsilon);
     if let Some(v) = beta {
         p = p.beta(v);
     }
@@ -502,7 +500,13 @@ impl Bkb {
             "Bkb({}, lambda_={lambda_:?}, beta={beta:?}, qbar={qbar:?}, seed={seed})",
             kernel.repr
         );
-        Ok((Bkb, PyBound { inner, spec: clean_options(spec) }))
+        Ok((
+            Bkb,
+            PyBound {
+                inner,
+                spec: clean_options(spec),
+            },
+        ))
     }
 }
 
@@ -544,7 +548,13 @@ impl EkUcb {
             "EkUcb({}, lambda_={lambda_:?}, beta={beta:?}, mu={mu:?}, gamma={gamma:?}, seed={seed})",
             kernel.repr
         );
-        Ok((EkUcb, PyBound { inner, spec: clean_options(spec) }))
+        Ok((
+            EkUcb,
+            PyBound {
+                inner,
+                spec: clean_options(spec),
+            },
+        ))
     }
 }
 
@@ -582,7 +592,10 @@ pub fn make_bound(
     delta: Option<f64>,
     seed: u64,
 ) -> PyResult<Py<PyAny>> {
-    let kind: BoundKind = name.parse().map_err(kernel_bandits::Error::from).or_raise()?;
+    let kind: BoundKind = name
+        .parse()
+        .map_err(kernel_bandits::Error::from)
+        .or_raise()?;
     let mut config = match (dims, horizon) {
         (Some(d), Some(t)) => BoundConfig::paper_defaults(&kernel.inner, d, t),
         (None, None) => BoundConfig::new(),

@@ -17,10 +17,13 @@ use crate::errors::{InvalidParameterError, OrRaise};
 use crate::kernels::{AnyKernel, Kernel};
 
 /// Points as an (n, d) float64 array.
-fn points_to_numpy<'py>(py: Python<'py>, points: &Points<'_>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+fn points_to_numpy<'py>(
+    py: Python<'py>,
+    points: &Points<'_>,
+) -> PyResult<Bound<'py, PyArray2<f64>>> {
     let mut flat = Vec::with_capacity(points.len() * points.dim());
     points.for_each(|_, x| flat.extend_from_slice(x));
-    Ok(PyArray1::from_vec(py, flat).reshape([points.len(), points.dim()])?)
+    PyArray1::from_vec(py, flat).reshape([points.len(), points.dim()])
 }
 
 /// What an agent did over a run: the arm chosen, the noisy reward and the instantaneous regret
@@ -70,7 +73,11 @@ impl PyRegretTrace {
         self.cumulative.len()
     }
     fn __repr__(&self) -> String {
-        format!("RegretTrace(rounds={}, total={:?})", self.cumulative.len(), self.total)
+        format!(
+            "RegretTrace(rounds={}, total={:?})",
+            self.cumulative.len(),
+            self.total
+        )
     }
 }
 
@@ -125,7 +132,11 @@ impl PyRound {
         })
     }
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("Round(arms={}, best_value={:?})", self.values.bind(py).len(), self.best_value)
+        format!(
+            "Round(arms={}, best_value={:?})",
+            self.values.bind(py).len(),
+            self.best_value
+        )
     }
 }
 
@@ -153,7 +164,13 @@ impl PySynthetic {
         noise_sd: f64,
         seed: u64,
     ) -> PyResult<Self> {
-        let config = SyntheticConfig { dim: dims, centres, arms, norm_bound, noise_sd };
+        let config = SyntheticConfig {
+            dim: dims,
+            centres,
+            arms,
+            norm_bound,
+            noise_sd,
+        };
         let inner = RsSynthetic::new(kernel.inner.clone(), config, seed).or_raise()?;
         Ok(Self { inner })
     }
@@ -194,7 +211,12 @@ impl PySynthetic {
 
     /// Plays `agent` for `horizon` rounds (in Rust, with the GIL released) and returns its
     /// choices, rewards and regret.
-    fn run(&self, py: Python<'_>, agent: &Bound<'_, PyAny>, horizon: usize) -> PyResult<PyRegretTrace> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        agent: &Bound<'_, PyAny>,
+        horizon: usize,
+    ) -> PyResult<PyRegretTrace> {
         let inner = &self.inner;
         let trace = with_agent(agent, |a| py.detach(|| inner.run(a, horizon)).or_raise())?;
         Ok(PyRegretTrace::new(py, trace))
@@ -210,7 +232,7 @@ impl PySynthetic {
 }
 
 /// The contextual bandits of Zenati et al. (2022) §5: `env` is "bump" (contexts in [0, 1]^5),
-/// "chessboard" or "step-diagonal" (contexts in [0, 1]^2); each round draws a context, the
+/// "chessboard" or "step_diagonal" (contexts in [0, 1]^2); each round draws a context, the
 /// actions are `anchors` points of [0, 1) drawn once, and the agent chooses among the joint
 /// points [context ‖ action] (`Round.arms`).
 #[pyclass(name = "ContextualProblem", frozen, module = "kernel_bandits")]
@@ -228,7 +250,9 @@ impl PyContextual {
             .parse()
             .map_err(|e| InvalidParameterError::new_err(format!("{e}")))?;
         let config = ContextualConfig { anchors, noise_sd };
-        Ok(Self { inner: RsContextual::new(env, config, seed).or_raise()? })
+        Ok(Self {
+            inner: RsContextual::new(env, config, seed).or_raise()?,
+        })
     }
 
     /// Round `t` (0-based): `context`, `actions`, the joint `arms`, their `values` and `noise`.
@@ -259,7 +283,12 @@ impl PyContextual {
     }
 
     /// Plays `agent` for `horizon` rounds (in Rust, with the GIL released).
-    fn run(&self, py: Python<'_>, agent: &Bound<'_, PyAny>, horizon: usize) -> PyResult<PyRegretTrace> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        agent: &Bound<'_, PyAny>,
+        horizon: usize,
+    ) -> PyResult<PyRegretTrace> {
         let inner = &self.inner;
         let trace = with_agent(agent, |a| py.detach(|| inner.run(a, horizon)).or_raise())?;
         Ok(PyRegretTrace::new(py, trace))
@@ -291,8 +320,15 @@ impl PyDrifting {
     /// Iwazaki & Takeno (2025) §6's abruptly changing problem for `kernel` (on 2-D points).
     #[staticmethod]
     #[pyo3(signature = (kernel, horizon, *, noise_sd = 0.1, seed = 0))]
-    fn paper004(kernel: PyRef<'_, Kernel>, horizon: usize, noise_sd: f64, seed: u64) -> PyResult<Self> {
-        Ok(Self { inner: RsDrifting::paper004(&kernel.inner, horizon, noise_sd, seed).or_raise()? })
+    fn paper004(
+        kernel: PyRef<'_, Kernel>,
+        horizon: usize,
+        noise_sd: f64,
+        seed: u64,
+    ) -> PyResult<Self> {
+        Ok(Self {
+            inner: RsDrifting::paper004(&kernel.inner, horizon, noise_sd, seed).or_raise()?,
+        })
     }
 
     /// The arms, one per row.
@@ -324,7 +360,12 @@ impl PyDrifting {
     }
 
     /// Plays `agent` for `horizon` rounds (in Rust, with the GIL released).
-    fn run(&self, py: Python<'_>, agent: &Bound<'_, PyAny>, horizon: usize) -> PyResult<PyRegretTrace> {
+    fn run(
+        &self,
+        py: Python<'_>,
+        agent: &Bound<'_, PyAny>,
+        horizon: usize,
+    ) -> PyResult<PyRegretTrace> {
         let inner = &self.inner;
         let trace = with_agent(agent, |a| py.detach(|| inner.run(a, horizon)).or_raise())?;
         Ok(PyRegretTrace::new(py, trace))

@@ -121,7 +121,10 @@ pub fn bad_type(message: impl Into<String>) -> PyErr {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add("KernelBanditsError", py.get_type::<KernelBanditsError>())?;
-    m.add("InvalidParameterError", py.get_type::<InvalidParameterError>())?;
+    m.add(
+        "InvalidParameterError",
+        py.get_type::<InvalidParameterError>(),
+    )?;
     m.add("DimensionError", py.get_type::<DimensionError>())?;
     m.add("NonFiniteError", py.get_type::<NonFiniteError>())?;
     m.add("NoArmsError", py.get_type::<NoArmsError>())?;

@@ -160,7 +160,7 @@ impl Kernel {
         let (n, m) = result.shape();
         let row_major = result.transpose();
         let flat = PyArray1::from_slice(py, row_major.as_slice());
-        Ok(flat.reshape([n, m])?)
+        flat.reshape([n, m])
     }
 
     /// The diagonal [k(xᵢ, xᵢ)] of the rows of `x`.
@@ -191,12 +191,19 @@ impl Kernel {
     /// context–action kernel is e.g. `Rbf(0.5).on(0, 5) * Rbf(0.5).on(5, 6)`). `start` may also
     /// be a Python `slice` with unit step.
     #[pyo3(signature = (start, stop = None))]
-    fn on(&self, py: Python<'_>, start: &Bound<'_, PyAny>, stop: Option<usize>) -> PyResult<Py<PyAny>> {
+    fn on(
+        &self,
+        py: Python<'_>,
+        start: &Bound<'_, PyAny>,
+        stop: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
         let (start, stop) = if let Ok(slice) = start.cast::<PySlice>() {
             let get = |name: &str| -> PyResult<Option<usize>> { slice.getattr(name)?.extract() };
             let step = get("step")?;
             if !matches!(step, None | Some(1)) || stop.is_some() {
-                return Err(bad_shape("on(slice): only start:stop with unit step is supported"));
+                return Err(bad_shape(
+                    "on(slice): only start:stop with unit step is supported",
+                ));
             }
             let (Some(start), Some(stop)) = (get("start")?.or(Some(0)), get("stop")?) else {
                 return Err(bad_shape("on(slice): the slice needs a stop"));
@@ -210,7 +217,9 @@ impl Kernel {
             (start, stop)
         };
         if stop < start {
-            return Err(bad_shape(format!("on({start}, {stop}): stop is before start")));
+            return Err(bad_shape(format!(
+                "on({start}, {stop}): stop is before start"
+            )));
         }
         let sliced = self.inner.clone().on(start..stop).or_raise()?;
         let repr = format!("{}.on({start}, {stop})", bracket(&self.repr));
@@ -281,7 +290,7 @@ impl Kernel {
         Kernel::new(inner, repr).into_py_object(py)
     }
 
-    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, String))> {
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<crate::Reduce<'py>> {
         let py = slf.py();
         let restore = py.get_type::<Kernel>().getattr("from_bytes")?;
         let this = slf.get();
@@ -301,7 +310,13 @@ impl Rbf {
     #[pyo3(signature = (lengthscale))]
     fn new(lengthscale: f64) -> PyResult<(Self, Kernel)> {
         let k = RsRbf::new(lengthscale).or_raise()?;
-        Ok((Rbf, Kernel::new(AnyKernel::Rbf(k), format!("Rbf(lengthscale={lengthscale:?})"))))
+        Ok((
+            Rbf,
+            Kernel::new(
+                AnyKernel::Rbf(k),
+                format!("Rbf(lengthscale={lengthscale:?})"),
+            ),
+        ))
     }
 
     /// The length-scale ℓ.
@@ -362,7 +377,10 @@ impl Linear {
     #[pyo3(signature = (bias = 0.0))]
     fn new(bias: f64) -> PyResult<(Self, Kernel)> {
         let k = RsLinear::with_bias(bias).or_raise()?;
-        Ok((Linear, Kernel::new(AnyKernel::Linear(k), format!("Linear(bias={bias:?})"))))
+        Ok((
+            Linear,
+            Kernel::new(AnyKernel::Linear(k), format!("Linear(bias={bias:?})")),
+        ))
     }
 
     /// The bias b.

@@ -17,6 +17,11 @@ mod errors;
 mod kernels;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+/// What `__reduce__` returns for pickle: the function that restores an object and its
+/// arguments (the snapshot's bytes and the `repr` of the constructor call).
+pub(crate) type Reduce<'py> = (Bound<'py, PyAny>, (Bound<'py, PyBytes>, String));
 
 /// The native module.
 #[pymodule]
