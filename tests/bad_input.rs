@@ -392,6 +392,10 @@ fn refused_batches_leave_every_bound_on_its_course() {
             hit.observe(&point(i), y).unwrap();
             twin.observe(&point(i), y).unwrap();
         }
-        assert_eq!(snapshot(&hit), snapshot(&twin), "{kind}: a refused batch changed the bound");
+        assert_eq!(
+            snapshot(&hit),
+            snapshot(&twin),
+            "{kind}: a refused batch changed the bound"
+        );
     }
 }

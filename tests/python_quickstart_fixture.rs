@@ -23,10 +23,22 @@ fn fixture() -> String {
     let problem = SyntheticProblem::new(kernel, config, SEED).unwrap();
     let params = BoundParams::paper_defaults(&kernel, config.dim, HORIZON);
     let agents: Vec<(&str, Box<dyn BanditAgent>)> = vec![
-        ("dmm", Box::new(UcbAgent::new(Dmm::new(kernel, params).unwrap()))),
-        ("amm", Box::new(UcbAgent::new(Amm::new(kernel, params).unwrap()))),
-        ("ay", Box::new(UcbAgent::new(Ay::new(kernel, params).unwrap()))),
-        ("igp", Box::new(UcbAgent::new(Igp::new(kernel, params).unwrap()))),
+        (
+            "dmm",
+            Box::new(UcbAgent::new(Dmm::new(kernel, params).unwrap())),
+        ),
+        (
+            "amm",
+            Box::new(UcbAgent::new(Amm::new(kernel, params).unwrap())),
+        ),
+        (
+            "ay",
+            Box::new(UcbAgent::new(Ay::new(kernel, params).unwrap())),
+        ),
+        (
+            "igp",
+            Box::new(UcbAgent::new(Igp::new(kernel, params).unwrap())),
+        ),
         ("random", Box::new(RandomAgent::new(SEED))),
     ];
     let mut json = format!(

@@ -120,8 +120,9 @@ def _as_2d(X, d: int | None = None) -> np.ndarray:
     return X
 
 
-def posterior(kernel: RefKernel, X, y, a: float, Xq) -> Posterior:
-    """mu_a, rho_a^2 (clamped at 0), q_a and ld_a from scratch (dense Cholesky of K + aI)."""
+def posterior(kernel: RefKernel, X, y, a: float, Xq, clamp: bool = True) -> Posterior:
+    """mu_a, rho_a^2 (clamped at 0 unless clamp=False), q_a and ld_a from scratch (dense
+    Cholesky of K + aI)."""
     Xq = _as_2d(Xq)
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     kqq = kernel.diag(Xq)
@@ -140,7 +141,9 @@ def posterior(kernel: RefKernel, X, y, a: float, Xq) -> Posterior:
     V = sol[:, 1:]
     q = float(w @ w)
     mu = V.T @ w
-    rho2 = np.maximum(kqq - np.sum(V * V, axis=0), 0.0)
+    rho2 = kqq - np.sum(V * V, axis=0)
+    if clamp:
+        rho2 = np.maximum(rho2, 0.0)  # exact rho^2 >= 0; round-off can push it just below
     ld = float(2.0 * np.sum(np.log(np.diag(L))) - t * math.log(a))
     return Posterior(a=a, mu=mu, rho2=rho2, q=q, ld=ld)
 
