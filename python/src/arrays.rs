@@ -4,8 +4,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use numpy::ndarray::Dimension;
 use numpy::{
-    PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+    PyArray, PyArray1, PyArrayMethods, PyReadonlyArray, PyReadonlyArray1, PyReadonlyArray2,
+    PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
 
@@ -50,51 +52,42 @@ fn shape_of(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// A 2-D array of points (one per row), read in place when it is C-contiguous float64.
-pub fn matrix<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
-    if let Ok(array) = obj.cast::<PyArray2<f64>>()
+/// An array of `D` dimensions, read in place when it is C-contiguous float64, else converted
+/// once; `shape` names the expected shape in the error for another number of dimensions.
+fn array<'py, D: Dimension>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+    shape: &str,
+) -> PyResult<PyReadonlyArray<'py, f64, D>> {
+    let borrow = |array: &Bound<'py, PyArray<f64, D>>| {
+        array
+            .try_readonly()
+            .map_err(|e| bad_type(format!("{what}: {e}")))
+    };
+    if let Ok(array) = obj.cast::<PyArray<f64, D>>()
         && array.is_c_contiguous()
     {
-        return array
-            .try_readonly()
-            .map_err(|e| bad_type(format!("{what}: {e}")));
+        return borrow(array);
     }
     let converted = convert(obj, what)?;
-    let ndim: usize = converted.getattr("ndim")?.extract()?;
-    if ndim != 2 {
-        return Err(bad_shape(format!(
-            "{what}: expected a 2-D array (one point per row), got shape {}",
+    match converted.cast::<PyArray<f64, D>>() {
+        Ok(array) => borrow(array),
+        Err(_) => Err(bad_shape(format!(
+            "{what}: expected {shape}, got shape {}",
             shape_of(&converted)
-        )));
+        ))),
     }
-    let array = converted.cast_into::<PyArray2<f64>>()?;
-    array
-        .try_readonly()
-        .map_err(|e| bad_type(format!("{what}: {e}")))
+}
+
+/// A 2-D array of points (one per row), read in place when it is C-contiguous float64.
+pub fn matrix<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray2<'py, f64>> {
+    array(obj, what, "a 2-D array (one point per row)")
 }
 
 /// A 1-D array (a point, or one target per point), read in place when it is C-contiguous
 /// float64.
 pub fn vector<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, f64>> {
-    if let Ok(array) = obj.cast::<PyArray1<f64>>()
-        && array.is_c_contiguous()
-    {
-        return array
-            .try_readonly()
-            .map_err(|e| bad_type(format!("{what}: {e}")));
-    }
-    let converted = convert(obj, what)?;
-    let ndim: usize = converted.getattr("ndim")?.extract()?;
-    if ndim != 1 {
-        return Err(bad_shape(format!(
-            "{what}: expected a 1-D array, got shape {}",
-            shape_of(&converted)
-        )));
-    }
-    let array = converted.cast_into::<PyArray1<f64>>()?;
-    array
-        .try_readonly()
-        .map_err(|e| bad_type(format!("{what}: {e}")))
+    array(obj, what, "a 1-D array")
 }
 
 /// The row-major data and the number of columns of a matrix read by [`matrix`].

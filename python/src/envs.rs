@@ -26,6 +26,17 @@ fn points_to_numpy<'py>(
     PyArray1::from_vec(py, flat).reshape([points.len(), points.dim()])
 }
 
+/// Plays `agent` on `env` for `horizon` rounds, in Rust with the GIL released.
+fn run<E: Environment + Sync>(
+    py: Python<'_>,
+    env: &E,
+    agent: &Bound<'_, PyAny>,
+    horizon: usize,
+) -> PyResult<PyRegretTrace> {
+    let trace = with_agent(agent, |a| py.detach(|| env.run(a, horizon)).or_raise())?;
+    Ok(PyRegretTrace::new(py, trace))
+}
+
 /// What an agent did over a run: the arm chosen, the noisy reward and the instantaneous regret
 /// max f − f(x_t) of every round.
 #[pyclass(name = "RegretTrace", frozen, module = "kernel_bandits")]
@@ -217,9 +228,7 @@ impl PySynthetic {
         agent: &Bound<'_, PyAny>,
         horizon: usize,
     ) -> PyResult<PyRegretTrace> {
-        let inner = &self.inner;
-        let trace = with_agent(agent, |a| py.detach(|| inner.run(a, horizon)).or_raise())?;
-        Ok(PyRegretTrace::new(py, trace))
+        run(py, &self.inner, agent, horizon)
     }
 
     fn __repr__(&self) -> String {
@@ -289,9 +298,7 @@ impl PyContextual {
         agent: &Bound<'_, PyAny>,
         horizon: usize,
     ) -> PyResult<PyRegretTrace> {
-        let inner = &self.inner;
-        let trace = with_agent(agent, |a| py.detach(|| inner.run(a, horizon)).or_raise())?;
-        Ok(PyRegretTrace::new(py, trace))
+        run(py, &self.inner, agent, horizon)
     }
 
     fn __repr__(&self) -> String {
@@ -366,9 +373,7 @@ impl PyDrifting {
         agent: &Bound<'_, PyAny>,
         horizon: usize,
     ) -> PyResult<PyRegretTrace> {
-        let inner = &self.inner;
-        let trace = with_agent(agent, |a| py.detach(|| inner.run(a, horizon)).or_raise())?;
-        Ok(PyRegretTrace::new(py, trace))
+        run(py, &self.inner, agent, horizon)
     }
 }
 
