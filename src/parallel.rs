@@ -39,9 +39,15 @@ pub fn sequential<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// Whether a loop of `work` operations over `pieces` pieces should be spread over the threads.
+/// Never on a pool of one thread: there the chunks would only be handed to the pool's one worker
+/// while the calling thread waits (a caller outside the pool, e.g. a Python thread, pays two
+/// thread switches per loop for nothing).
 #[cfg(feature = "parallel")]
 fn spread(work: usize, pieces: usize) -> bool {
-    work >= MIN_PARALLEL_WORK && pieces > 1 && !SEQUENTIAL.with(std::cell::Cell::get)
+    work >= MIN_PARALLEL_WORK
+        && pieces > 1
+        && !SEQUENTIAL.with(std::cell::Cell::get)
+        && rayon::current_num_threads() > 1
 }
 
 /// Below this many floating-point operations a loop runs on the calling thread: a rayon task

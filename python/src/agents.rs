@@ -134,17 +134,20 @@ macro_rules! agent_class {
             }
 
             /// An independent copy.
-            fn copy(&self) -> PyResult<Self> {
-                let inner = <$rs>::from_bytes(&self.inner.to_bytes().or_raise()?).or_raise()?;
+            fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+                let this = &self.inner;
+                let inner = py
+                    .detach(|| <$rs>::from_bytes(&this.to_bytes()?))
+                    .or_raise()?;
                 Ok(Self { inner, spec: self.spec.clone() })
             }
 
-            fn __copy__(&self) -> PyResult<Self> {
-                self.copy()
+            fn __copy__(&self, py: Python<'_>) -> PyResult<Self> {
+                self.copy(py)
             }
 
-            fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
-                self.copy()
+            fn __deepcopy__(&self, py: Python<'_>, _memo: &Bound<'_, PyAny>) -> PyResult<Self> {
+                self.copy(py)
             }
 
             fn __repr__(&self) -> String {
@@ -212,7 +215,8 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
                 )));
             }
         };
-        let mut inner = RsUcb::new(bound.inner.clone())
+        let start = &bound.inner;
+        let mut inner = RsUcb::new(py.detach(|| start.clone()))
             .with_policy(policy)
             .with_misspecification(misspecification);
         if let Some(arms) = arm_set {
@@ -250,15 +254,17 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
     }
 
     /// The diagnostics of the agent's bound.
-    fn diagnostics(&self) -> crate::bounds::Diagnostics {
-        self.inner.bound().diagnostics().into()
+    fn diagnostics(&self, py: Python<'_>) -> crate::bounds::Diagnostics {
+        let bound = self.inner.bound();
+        py.detach(|| bound.diagnostics()).into()
     }
 
     /// A copy of the agent's bound as it is now.
     #[getter]
     fn bound(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let bound = self.inner.bound();
         PyBound {
-            inner: self.inner.bound().clone(),
+            inner: py.detach(|| bound.clone()),
             spec: self
                 .spec
                 .strip_prefix("UcbAgent(")

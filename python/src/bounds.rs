@@ -125,8 +125,10 @@ impl PyBound {
     }
 
     /// Whether the data still agree with σ, B and δ (see `Diagnostics`).
-    fn diagnostics(&self) -> Diagnostics {
-        Diagnostics::from(self.inner.diagnostics())
+    fn diagnostics(&self, py: Python<'_>) -> Diagnostics {
+        // CMM's may need a fresh eigendecomposition.
+        let inner = &self.inner;
+        Diagnostics::from(py.detach(|| inner.diagnostics()))
     }
 
     /// CMM-UCB's dual and primal certificate at the point `x` (Flynn & Reeb 2024 Thm 4.5): the
@@ -209,7 +211,7 @@ impl PyBound {
 
     /// An independent copy.
     fn copy(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.clone().into_py_object(py)
+        py.detach(|| self.clone()).into_py_object(py)
     }
 
     fn __copy__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
