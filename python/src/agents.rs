@@ -206,6 +206,16 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         misspecification: &str,
     ) -> PyResult<Self> {
         let policy = parse_policy(arm_sets, memory_limit)?;
+        if memory_limit.is_some() && !matches!(policy, ArmSetPolicy::Detect { .. }) {
+            return Err(InvalidParameterError::new_err(
+                "memory_limit applies to arm_sets=\"detect\" only",
+            ));
+        }
+        if arm_set.is_some() && policy == ArmSetPolicy::Off {
+            return Err(InvalidParameterError::new_err(
+                "arm_set is given but arm_sets=\"off\" keeps no arm set",
+            ));
+        }
         let misspecification = match misspecification {
             "report" => Misspecification::Report,
             "refuse" => Misspecification::Refuse,
@@ -241,10 +251,15 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         let py = slf.py();
         let aa = matrix(arms, "arms")?;
         let (data, dim) = rows(&aa);
-        let agent = slf.inner.clone();
-        slf.inner = py
-            .detach(|| agent.with_arm_set(&Points::from_row_major(data, dim)?))
+        let agent = &slf.inner;
+        let declared = py
+            .detach(|| {
+                agent
+                    .clone()
+                    .with_arm_set(&Points::from_row_major(data, dim)?)
+            })
             .or_raise()?;
+        slf.inner = declared;
         Ok(slf)
     }
 
@@ -312,8 +327,11 @@ pub struct PyRestarting {
 
 agent_class!(PyRestarting, RsRestarting<PyAnyBound>, {
     #[new]
-    fn new(bound: PyRef<'_, PyBound>, interval: usize) -> PyResult<Self> {
-        let inner = RsRestarting::new(bound.inner.clone(), interval).or_raise()?;
+    fn new(py: Python<'_>, bound: PyRef<'_, PyBound>, interval: usize) -> PyResult<Self> {
+        let start = &bound.inner;
+        let inner = py
+            .detach(|| RsRestarting::new(start.clone(), interval))
+            .or_raise()?;
         Ok(Self {
             inner,
             spec: format!("Restarting({}, interval={interval})", bound.spec),
@@ -338,8 +356,19 @@ pub struct PySlidingWindow {
 
 agent_class!(PySlidingWindow, RsWindow<PyAnyBound>, {
     #[new]
-    fn new(bound: PyRef<'_, PyBound>, window: usize) -> PyResult<Self> {
-        let inner = RsWindow::new(bound.inner.clone(), window).or_raise()?;
+    fn new(py: Python<'_>, bound: PyRef<'_, PyBound>, window: usize) -> PyResult<Self> {
+        if !bound.inner.kind().is_exact() {
+            // Checked here too: the crate checks it only on an empty bound.
+            return Err(crate::errors::UnsupportedError::new_err(format!(
+                "a sliding window needs a bound that can forget its oldest observation (an exact \
+                 one): the {} bound cannot",
+                bound.inner.kind()
+            )));
+        }
+        let start = &bound.inner;
+        let inner = py
+            .detach(|| RsWindow::new(start.clone(), window))
+            .or_raise()?;
         Ok(Self {
             inner,
             spec: format!("SlidingWindow({}, window={window})", bound.spec),
@@ -450,7 +479,8 @@ agent_class!(PyRPerp, RsRPerp<AnyKernel>, {
     }
 });
 
-/// `f(agent)` with the agent inside any of the agent classes, borrowed mutably.
+/// `f(agent)` on a copy of the agent inside any of the agent classes, which replaces the agent
+/// only if `f` succeeds: a call that raises leaves the agent as it was.
 pub fn with_agent<R>(
     obj: &Bound<'_, PyAny>,
     f: impl FnOnce(&mut Agent) -> PyResult<R>,
@@ -459,7 +489,10 @@ pub fn with_agent<R>(
         ($($class:ty),*) => {$(
             if let Ok(cell) = obj.cast::<$class>() {
                 let mut this = cell.try_borrow_mut()?;
-                return f(&mut this.inner);
+                let mut working = this.copy(obj.py())?;
+                let result = f(&mut working.inner)?;
+                *this = working;
+                return Ok(result);
             }
         )*};
     }

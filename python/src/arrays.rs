@@ -24,9 +24,15 @@ pub fn _conversions() -> u64 {
     CONVERSIONS.load(Ordering::Relaxed)
 }
 
-/// `numpy.asarray(obj)`, refused unless its dtype holds real numbers (bool, integers, floats),
-/// then `numpy.ascontiguousarray(…, dtype=float64)`.
-fn convert<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAny>> {
+/// `numpy.asarray(obj)`, refused unless its dtype holds real numbers (bool, integers, floats)
+/// and it has `ndim` dimensions (when given), then `numpy.require(…, float64, "CA")`: one
+/// C-contiguous, aligned float64 copy.
+fn convert<'py>(
+    obj: &Bound<'py, PyAny>,
+    what: &str,
+    ndim: Option<usize>,
+    shape: &str,
+) -> PyResult<Bound<'py, PyAny>> {
     let py = obj.py();
     let numpy = py.import("numpy")?;
     let array = numpy.call_method1("asarray", (obj,)).map_err(|e| {
@@ -42,8 +48,16 @@ fn convert<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<Bound<'py, PyAn
             dtype.str()?
         )));
     }
+    if let Some(ndim) = ndim
+        && array.getattr("ndim")?.extract::<usize>()? != ndim
+    {
+        return Err(bad_shape(format!(
+            "{what}: expected {shape}, got shape {}",
+            shape_of(&array)
+        )));
+    }
     CONVERSIONS.fetch_add(1, Ordering::Relaxed);
-    numpy.call_method1("ascontiguousarray", (array, numpy.getattr("float64")?))
+    numpy.call_method1("require", (array, numpy.getattr("float64")?, "CA"))
 }
 
 fn shape_of(obj: &Bound<'_, PyAny>) -> String {
@@ -52,8 +66,9 @@ fn shape_of(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// An array of `D` dimensions, read in place when it is C-contiguous float64, else converted
-/// once; `shape` names the expected shape in the error for another number of dimensions.
+/// An array of `D` dimensions, read in place when it is C-contiguous, aligned float64, else
+/// converted once; `shape` names the expected shape in the error for another number of
+/// dimensions.
 fn array<'py, D: Dimension>(
     obj: &Bound<'py, PyAny>,
     what: &str,
@@ -66,10 +81,11 @@ fn array<'py, D: Dimension>(
     };
     if let Ok(array) = obj.cast::<PyArray<f64, D>>()
         && array.is_c_contiguous()
+        && (array.data() as usize).is_multiple_of(std::mem::align_of::<f64>())
     {
         return borrow(array);
     }
-    let converted = convert(obj, what)?;
+    let converted = convert(obj, what, D::NDIM, shape)?;
     match converted.cast::<PyArray<f64, D>>() {
         Ok(array) => borrow(array),
         Err(_) => Err(bad_shape(format!(

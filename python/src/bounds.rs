@@ -480,7 +480,10 @@ pub struct Bkb;
 #[pymethods]
 impl Bkb {
     #[new]
-    #[pyo3(signature = (kernel, *, lambda_ = 10.0, beta = Some(0.1), qbar = Some(2.0), sigma = None, norm_bound = None, delta = 0.1, epsilon = 0.5, horizon = None, seed = 0))]
+    #[pyo3(
+        signature = (kernel, *, lambda_ = 10.0, beta = Some(0.1), qbar = Some(2.0), sigma = None, norm_bound = None, delta = 0.1, epsilon = 0.5, horizon = None, seed = 0),
+        text_signature = "(kernel, *, lambda_=10.0, beta=0.1, qbar=2.0, sigma=None, norm_bound=None, delta=0.1, epsilon=0.5, horizon=None, seed=0)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         kernel: PyRef<'_, Kernel>,
@@ -527,7 +530,10 @@ pub struct EkUcb;
 #[pymethods]
 impl EkUcb {
     #[new]
-    #[pyo3(signature = (kernel, *, lambda_ = 10.0, beta = Some(0.1), mu = None, gamma = Some(1.0), sigma = None, norm_bound = None, delta = 0.1, epsilon = 0.5, horizon = None, seed = 0))]
+    #[pyo3(
+        signature = (kernel, *, lambda_ = 10.0, beta = Some(0.1), mu = None, gamma = Some(1.0), sigma = None, norm_bound = None, delta = 0.1, epsilon = 0.5, horizon = None, seed = 0),
+        text_signature = "(kernel, *, lambda_=10.0, beta=0.1, mu=None, gamma=1.0, sigma=None, norm_bound=None, delta=0.1, epsilon=0.5, horizon=None, seed=0)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn new(
         kernel: PyRef<'_, Kernel>,

@@ -10,6 +10,7 @@ use kernel_bandits::env::{
 use kernel_bandits::points::Points;
 use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
+use pyo3::types::IntoPyDict;
 
 use crate::agents::with_agent;
 use crate::arrays::{elements, matrix, rows, to_numpy, vector};
@@ -121,9 +122,15 @@ impl PyRound {
     fn new(py: Python<'_>, round: &impl BanditRound) -> PyResult<Self> {
         let values = round.values().to_vec();
         let best_value = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let arms = points_to_numpy(py, &round.arms())?;
+        let values = to_numpy(py, values);
+        // Read-only, so that `reward` and `best_value` keep agreeing with them.
+        for array in [arms.as_any(), values.as_any()] {
+            array.call_method("setflags", (), Some(&[("write", false)].into_py_dict(py)?))?;
+        }
         Ok(Self {
-            arms: points_to_numpy(py, &round.arms())?.unbind(),
-            values: to_numpy(py, values).unbind(),
+            arms: arms.unbind(),
+            values: values.unbind(),
             noise: round.noise(),
             best_value,
             context: None,
@@ -136,7 +143,7 @@ impl PyRound {
 impl PyRound {
     /// The noisy reward of arm `i`.
     fn reward(&self, py: Python<'_>, i: usize) -> PyResult<f64> {
-        let values = self.values.bind(py).readonly();
+        let values = self.values.bind(py).try_readonly()?;
         let v = values.as_slice()?;
         v.get(i).map(|v| v + self.noise).ok_or_else(|| {
             crate::errors::ArmSetError::new_err(format!("arm {i} out of range: {} arms", v.len()))
@@ -193,25 +200,40 @@ impl PySynthetic {
 
     /// f at the point `x` (1-D) or at each row of `x` (2-D).
     fn value(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        if let Ok(xa) = vector(x, "x") {
-            let v = self.inner.value(elements(&xa)).or_raise()?;
-            return Ok(v.into_pyobject(py)?.into_any().unbind());
+        let single = x.getattr("ndim").map_or_else(
+            |_| {
+                py.import("numpy")?
+                    .call_method1("ndim", (x,))?
+                    .extract::<usize>()
+            },
+            |n| n.extract::<usize>(),
+        )? == 1;
+        let (held, one);
+        let (data, dim) = if single {
+            one = vector(x, "x")?;
+            let v = elements(&one);
+            (v, v.len())
+        } else {
+            held = matrix(x, "x")?;
+            rows(&held)
+        };
+        let inner = &self.inner;
+        let values = py
+            .detach(|| {
+                let points = Points::from_row_major(data, dim)?;
+                let mut values = Vec::with_capacity(points.len());
+                let mut scratch = vec![0.0; dim];
+                for i in 0..points.len() {
+                    values.push(inner.value(points.point(i, &mut scratch))?);
+                }
+                Ok::<_, kernel_bandits::Error>(values)
+            })
+            .or_raise()?;
+        if single {
+            Ok(values[0].into_pyobject(py)?.into_any().unbind())
+        } else {
+            Ok(to_numpy(py, values).into_any().unbind())
         }
-        let xa = matrix(x, "x")?;
-        let (data, dim) = rows(&xa);
-        let points = Points::from_row_major(data, dim).or_raise()?;
-        let mut values = Vec::with_capacity(points.len());
-        let mut failure = None;
-        points.for_each(|_, p| match self.inner.value(p) {
-            Ok(v) => values.push(v),
-            Err(e) => {
-                failure.get_or_insert(e);
-            }
-        });
-        if let Some(e) = failure {
-            return Err(crate::errors::to_py(e));
-        }
-        Ok(to_numpy(py, values).into_any().unbind())
     }
 
     /// ‖f‖_H, equal to `norm_bound` up to rounding.

@@ -195,10 +195,10 @@ impl Kernel {
         &self,
         py: Python<'_>,
         start: &Bound<'_, PyAny>,
-        stop: Option<usize>,
+        stop: Option<i64>,
     ) -> PyResult<Py<PyAny>> {
         let (start, stop) = if let Ok(slice) = start.cast::<PySlice>() {
-            let get = |name: &str| -> PyResult<Option<usize>> { slice.getattr(name)?.extract() };
+            let get = |name: &str| -> PyResult<Option<i64>> { slice.getattr(name)?.extract() };
             let step = get("step")?;
             if !matches!(step, None | Some(1)) || stop.is_some() {
                 return Err(bad_shape(
@@ -210,11 +210,18 @@ impl Kernel {
             };
             (start, stop)
         } else {
-            let start: usize = start.extract()?;
+            let start: i64 = start
+                .extract()
+                .map_err(|_| bad_shape("on(start, stop): start must be an integer or a slice"))?;
             let Some(stop) = stop else {
                 return Err(bad_shape("on(start, stop): stop is required"));
             };
             (start, stop)
+        };
+        let (Ok(start), Ok(stop)) = (usize::try_from(start), usize::try_from(stop)) else {
+            return Err(bad_shape(format!(
+                "on({start}, {stop}): coordinates are counted from 0"
+            )));
         };
         if stop < start {
             return Err(bad_shape(format!(
@@ -262,17 +269,19 @@ impl Kernel {
         self.repr.clone()
     }
 
-    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        other
-            .cast::<Kernel>()
-            .is_ok_and(|o| o.get().inner == self.inner)
+    /// Equal kernels have the same snapshot, bit for bit (so `Linear(0.0) != Linear(-0.0)`).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match other.cast::<Kernel>() {
+            Ok(o) => Ok(o.get().inner.to_bytes().or_raise()? == self.inner.to_bytes().or_raise()?),
+            Err(_) => Ok(false),
+        }
     }
 
-    fn __hash__(&self) -> u64 {
+    fn __hash__(&self) -> PyResult<u64> {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        self.repr.hash(&mut h);
-        h.finish()
+        self.inner.to_bytes().or_raise()?.hash(&mut h);
+        Ok(h.finish())
     }
 
     /// The kernel as bytes (the crate's binary snapshot); `Kernel.from_bytes` reads it back.

@@ -219,3 +219,27 @@ def test_two_threads_run_in_parallel():
     # 1.25× measured, 1.77× once with a third process busy on the second core; the best of three
     # tries is compared.
     assert best < 1.7, f"two threads took {best:.2f}× one thread's time"
+
+
+def test_a_run_that_raises_leaves_the_agent_as_it_was():
+    kernel = kb.Rbf(0.5)
+    agent = kb.UcbAgent(kb.Cmm(kernel, sigma=0.01, norm_bound=0.01), misspecification="refuse")
+    before = agent.to_bytes()
+    with pytest.raises(kb.MisspecifiedError):
+        kb.SyntheticProblem(kernel, dims=2, seed=1).run(agent, 50)
+    assert agent.to_bytes() == before and len(agent) == 0
+
+
+def test_sliding_windows_refuse_bounds_that_cannot_forget():
+    bound = kb.Bkb(kb.Rbf(0.5))
+    bound.observe(np.array([0.1, 0.2]), 1.0)
+    with pytest.raises(kb.UnsupportedError):
+        kb.SlidingWindow(bound, 1)
+
+
+def test_arm_set_options_that_contradict_each_other_are_refused(rng):
+    arms = rng.random((5, 2))
+    with pytest.raises(kb.InvalidParameterError):
+        kb.UcbAgent(kb.Dmm(kb.Rbf(0.5)), arm_set=arms, arm_sets="off")
+    with pytest.raises(kb.InvalidParameterError):
+        kb.UcbAgent(kb.Dmm(kb.Rbf(0.5)), arm_sets="declared", memory_limit=1000)

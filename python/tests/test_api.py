@@ -309,3 +309,61 @@ def test_diagnostics_and_certificate(rng):
     bad.observe_many(np.array([[0.2, 0.2], [0.8, 0.8]]), np.array([50.0, 50.0]))
     assert bad.diagnostics().empty_set
     assert kb.Ay(kb.Rbf(0.5)).diagnostics().radius_sq is None
+
+
+# Found by review --------------------------------------------------------------------------------
+
+def test_unaligned_float64_arrays_are_copied_not_read_in_place(rng):
+    x = rng.random((4, 2))
+    raw = np.zeros(x.nbytes + 1, dtype=np.uint8)
+    unaligned = raw[1:].view(np.float64).reshape(4, 2)
+    unaligned[:] = x
+    assert unaligned.flags.c_contiguous and not unaligned.flags.aligned
+    bound = fed(kb.Dmm(kb.Rbf(0.5)), rng)
+    start = kb._core._conversions()
+    for a, b in zip(bound.bounds(unaligned), bound.bounds(x)):
+        assert np.array_equal(a, b)
+    assert kb._core._conversions() == start + 1
+
+
+def test_a_scalar_is_not_a_point():
+    with pytest.raises(kb.DimensionError):
+        kb.Dmm(kb.Rbf(0.5)).observe(0.3, 1.0)
+    with pytest.raises(kb.DimensionError):
+        kb.Dmm(kb.Rbf(0.5)).bounds(0.3)
+
+
+def test_equal_kernels_hash_equal():
+    pairs = [(kb.Rbf(0.5), kb.Rbf(0.5)), (kb.Linear(0.0), kb.Linear(-0.0)),
+             (kb.Rbf(0.5) + kb.Linear(), kb.Rbf(0.5) + kb.Linear())]
+    for a, b in pairs + [(k, kb.Kernel.from_bytes(k.to_bytes())) for k, _ in pairs]:
+        assert (a == b) <= (hash(a) == hash(b))
+    assert kb.Rbf(0.5) == kb.Kernel.from_bytes(kb.Rbf(0.5).to_bytes())
+    assert len({kb.Rbf(0.5), kb.Rbf(0.5), kb.Rbf(0.25)}) == 2
+
+
+def test_slices_count_from_zero():
+    for call in (lambda: kb.Rbf(0.5).on(-1, 2), lambda: kb.Rbf(0.5).on(slice(None, -1)),
+                 lambda: kb.Rbf(0.5).on(slice(2, 0, -1)), lambda: kb.Rbf(0.5).on("a", 2)):
+        with pytest.raises(kb.KernelBanditsError):
+            call()
+
+
+def test_problem_sizes_that_cannot_fit_are_parameter_errors():
+    with pytest.raises(kb.InvalidParameterError):
+        kb.SyntheticProblem(kb.Rbf(0.5), dims=2**62, centres=2)
+    with pytest.raises(kb.InvalidParameterError):
+        kb.SyntheticProblem(kb.Rbf(0.5), dims=3, arms=2**62)
+
+
+def test_problem_values_at_points_and_rows(rng):
+    problem = kb.SyntheticProblem(kb.Matern(2.5, 0.5), dims=2, seed=3)
+    x = rng.random((5, 2))
+    start = kb._core._conversions()
+    values = problem.value(x)
+    assert kb._core._conversions() == start
+    assert values.shape == (5,) and values[2] == problem.value(x[2])
+    with pytest.raises(kb.NonFiniteError):
+        problem.value(np.array([np.nan, 0.5]))
+    r = problem.round(0)
+    assert not r.arms.flags.writeable and not r.values.flags.writeable

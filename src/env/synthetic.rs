@@ -182,6 +182,19 @@ impl<K: Kernel> SyntheticProblem<K> {
                 });
             }
         }
+        // The centres and each round's arms are stored as one row-major vector each.
+        for (name, value) in [("centres", config.centres), ("arms", config.arms)] {
+            if value
+                .checked_mul(config.dim)
+                .is_none_or(|n| n > isize::MAX as usize / 8)
+            {
+                return Err(Error::InvalidParameter {
+                    name,
+                    value: value as f64,
+                    expected: "a count whose points (count × dim coordinates) fit in memory",
+                });
+            }
+        }
         positive("norm_bound", config.norm_bound)?;
         crate::error::non_negative("noise_sd", config.noise_sd)?;
         kernel.check_dim(config.dim)?;
