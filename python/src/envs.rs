@@ -27,6 +27,13 @@ fn points_to_numpy<'py>(
     PyArray1::from_vec(py, flat).reshape([points.len(), points.dim()])
 }
 
+/// Clears a numpy array's WRITEABLE flag.
+fn read_only(array: &Bound<'_, PyAny>) -> PyResult<()> {
+    let py = array.py();
+    array.call_method("setflags", (), Some(&[("write", false)].into_py_dict(py)?))?;
+    Ok(())
+}
+
 /// Plays `agent` on `env` for `horizon` rounds, in Rust with the GIL released.
 fn run<E: Environment + Sync>(
     py: Python<'_>,
@@ -35,7 +42,7 @@ fn run<E: Environment + Sync>(
     horizon: usize,
 ) -> PyResult<PyRegretTrace> {
     let trace = with_agent(agent, |a| py.detach(|| env.run(a, horizon)).or_raise())?;
-    Ok(PyRegretTrace::new(py, trace))
+    PyRegretTrace::new(py, trace)
 }
 
 /// What an agent did over a run: the arm chosen, the noisy reward and the instantaneous regret
@@ -52,44 +59,55 @@ pub struct PyRegretTrace {
     /// The instantaneous regret of each round.
     #[pyo3(get)]
     regret: Py<PyArray1<f64>>,
-    total: f64,
-    cumulative: Vec<f64>,
 }
 
 impl PyRegretTrace {
-    fn new(py: Python<'_>, trace: RsTrace) -> Self {
+    fn new(py: Python<'_>, trace: RsTrace) -> PyResult<Self> {
         let chosen: Vec<i64> = trace.chosen.iter().map(|&i| i as i64).collect();
-        let (total, cumulative) = (trace.total(), trace.cumulative());
-        Self {
-            chosen: PyArray1::from_vec(py, chosen).unbind(),
-            rewards: to_numpy(py, trace.rewards).unbind(),
-            regret: to_numpy(py, trace.regret).unbind(),
-            total,
-            cumulative,
+        let chosen = PyArray1::from_vec(py, chosen);
+        let (rewards, regret) = (to_numpy(py, trace.rewards), to_numpy(py, trace.regret));
+        // Read-only: the run's record, from which `total` and `cumulative` are derived.
+        for array in [chosen.as_any(), rewards.as_any(), regret.as_any()] {
+            read_only(array)?;
         }
+        Ok(Self {
+            chosen: chosen.unbind(),
+            rewards: rewards.unbind(),
+            regret: regret.unbind(),
+        })
+    }
+}
+
+impl PyRegretTrace {
+    /// The crate's trace of the regret array, for its total and cumulative sums.
+    fn trace(&self, py: Python<'_>) -> PyResult<RsTrace> {
+        Ok(RsTrace {
+            regret: self.regret.bind(py).try_readonly()?.as_slice()?.to_vec(),
+            ..RsTrace::default()
+        })
     }
 }
 
 #[pymethods]
 impl PyRegretTrace {
     /// The cumulative regret after each round.
-    fn cumulative<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        to_numpy(py, self.cumulative.clone())
+    fn cumulative<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(to_numpy(py, self.trace(py)?.cumulative()))
     }
     /// The total regret.
     #[getter]
-    fn total(&self) -> f64 {
-        self.total
+    fn total(&self, py: Python<'_>) -> PyResult<f64> {
+        Ok(self.trace(py)?.total())
     }
-    fn __len__(&self) -> usize {
-        self.cumulative.len()
+    fn __len__(&self, py: Python<'_>) -> usize {
+        self.regret.bind(py).len()
     }
-    fn __repr__(&self) -> String {
-        format!(
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
             "RegretTrace(rounds={}, total={:?})",
-            self.cumulative.len(),
-            self.total
-        )
+            self.__len__(py),
+            self.total(py)?
+        ))
     }
 }
 
@@ -126,7 +144,7 @@ impl PyRound {
         let values = to_numpy(py, values);
         // Read-only, so that `reward` and `best_value` keep agreeing with them.
         for array in [arms.as_any(), values.as_any()] {
-            array.call_method("setflags", (), Some(&[("write", false)].into_py_dict(py)?))?;
+            read_only(array)?;
         }
         Ok(Self {
             arms: arms.unbind(),

@@ -83,24 +83,25 @@ def reward(x):
     return float(np.sin(5 * x[0]) + np.cos(3 * x[1]))
 
 
+def step(agent, grid, rounds):
+    """`rounds` rounds of select + update on the fixed arms `grid`; the choices."""
+    choices = []
+    for _ in range(rounds):
+        i = agent.select(grid)
+        agent.update(grid[i], reward(grid[i]))
+        choices.append(i)
+    return choices
+
+
 @pytest.mark.parametrize("index", range(8))
 def test_agents_pickle_mid_run_and_continue_bit_identically(index):
     grid, agents = agents_to_test()
     agent = agents[index]
-    for _ in range(20):
-        i = agent.select(grid)
-        agent.update(grid[i], reward(grid[i]))
+    step(agent, grid, 20)
     restored = pickle.loads(pickle.dumps(agent))
     assert type(restored) is type(agent) and repr(restored) == repr(agent)
     copied = agent.copy()
-    runs = []
-    for a in (agent, restored, copied):
-        choices = []
-        for _ in range(25):
-            i = a.select(grid)
-            a.update(grid[i], reward(grid[i]))
-            choices.append(i)
-        runs.append(choices)
+    runs = [step(a, grid, 25) for a in (agent, restored, copied)]
     assert runs[0] == runs[1] == runs[2]
     assert restored.to_bytes() == agent.to_bytes()
 
@@ -109,9 +110,7 @@ def test_agents_pickle_mid_run_and_continue_bit_identically(index):
 def test_refused_agent_calls_change_nothing(index):
     grid, agents = agents_to_test()
     agent = agents[index]
-    for _ in range(5):
-        i = agent.select(grid)
-        agent.update(grid[i], reward(grid[i]))
+    step(agent, grid, 5)
     i = agent.select(grid)  # a pending choice, which a refused call must not disturb
     before = agent.to_bytes()
     refused = [
