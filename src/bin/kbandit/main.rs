@@ -43,8 +43,8 @@ enum Command {
     /// Time UCB rounds of one bound (one JSON line), or run the whole grid into a report
     /// (`--report BENCHMARKS.md`).
     Bench(bench::BenchArgs),
-    /// A quick tour on built-in defaults: one column of Table 1 of Flynn & Reeb (2024) (3 repetitions)
-    /// and its Figure 1 bands, with plots in results/demo.
+    /// A quick tour on built-in defaults: one column of Table 1 of Flynn & Reeb (2024) with its
+    /// five bounds, CMM included (3 repetitions), and its Figure 1 bands, with plots in results/demo.
     Demo(reproduce::DemoArgs),
     /// Reproduce a paper experiment: tables on stdout, JSON, CSV and plots in --out.
     Reproduce {
