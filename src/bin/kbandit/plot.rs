@@ -404,6 +404,248 @@ fn clip(pts: &[(f64, f64)], lo: f64, hi: f64) -> Vec<Points> {
     runs
 }
 
+// Flynn & Reeb (2024) App. F: the bar chart of `reproduce loose` (Figure 7) and the time-per-step
+// lines of `reproduce timing` (Figure 4).
+
+/// One group of bars in [`grouped_bar_plot`]: a bar per category, in one colour.
+#[derive(Debug, Clone, Copy)]
+pub struct BarGroup<'a> {
+    /// Legend label.
+    pub label: &'a str,
+    /// Bar height per category.
+    pub mean: &'a [f64],
+    /// Half-length of the error bar per category (e.g. one standard deviation).
+    pub std: &'a [f64],
+}
+
+/// Paper-001-Figure-7 style grouped bar chart: for each category (x axis, named below it) one
+/// bar per group, side by side in the group's colour, with a ±`std` error bar; a legend of the
+/// groups (right of the axes), y axis `y_desc`, and `title`. Writes `stem.png` and `stem.svg`.
+///
+/// The y axis is linear from 0, unless the largest bar is over 10× the smallest positive one
+/// (a random baseline beside good methods): then it is logarithmic, from half the smallest
+/// lower error-bar end (or bar), and the bars rise from its bottom.
+pub fn grouped_bar_plot(
+    stem: &Path,
+    title: &str,
+    y_desc: &str,
+    categories: &[&str],
+    groups: &[BarGroup<'_>],
+) -> Result<(), String> {
+    let n = categories.len();
+    if n == 0
+        || groups.is_empty()
+        || groups.iter().any(|g| g.mean.len() != n || g.std.len() != n)
+    {
+        let stem = stem.display();
+        return Err(format!("{stem}: no bars, or groups of different lengths"));
+    }
+    let values = groups.iter().flat_map(|g| g.mean.iter().copied());
+    let (lo, hi) = range(values.clone().filter(|v| *v > 0.0)).unwrap_or((1.0, 1.0));
+    let tops = groups
+        .iter()
+        .flat_map(|g| g.mean.iter().zip(g.std).map(|(m, s)| m + s));
+    let top = range(tops).map_or(1.0, |r| r.1).max(hi);
+    let log_y = hi > 10.0 * lo;
+    let bottom = if log_y {
+        let ends = groups
+            .iter()
+            .flat_map(|g| g.mean.iter().zip(g.std).map(|(m, s)| m - s));
+        range(ends.filter(|v| *v > 0.0)).map_or(lo, |r| r.0.min(lo)) / 2.0
+    } else {
+        range(values).map_or(0.0, |r| r.0.min(0.0))
+    };
+    let y = bottom..if log_y { top * 1.5 } else { top * 1.05 };
+    let desc = if log_y {
+        format!("{y_desc} (log scale)")
+    } else {
+        y_desc.to_owned()
+    };
+    let bars = Bars {
+        title,
+        y_desc: &desc,
+        categories,
+        groups,
+        y,
+        log_y,
+    };
+    load_font()?;
+    let path = |ext: &str| {
+        let mut p = stem.as_os_str().to_owned();
+        p.push(ext);
+        PathBuf::from(p)
+    };
+    let (png, svg) = (path(".png"), path(".svg"));
+    let fail = |p: &Path, e: &dyn Display| format!("cannot write {}: {e}", p.display());
+    let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+    let done = bars.draw(&root).and_then(|()| root.present());
+    done.map_err(|e| fail(&png, &e))?;
+    let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+    let done = bars.draw(&root).and_then(|()| root.present());
+    done.map_err(|e| fail(&svg, &e))
+}
+
+/// How [`time_lines_plot`] scales its y axis.
+#[derive(Debug, Clone, Copy)]
+pub enum YScale {
+    /// Linear from 0 to the largest value.
+    Linear,
+    /// Linear from 0 to this value; lines above it are cut off (a zoomed-in view).
+    LinearUpTo(f64),
+    /// Logarithmic over the positive values.
+    Log,
+}
+
+/// Paper-001-Figure-4 style lines (e.g. time per round against the round t), one per series,
+/// with a legend, `desc` naming the axes, and `title`; the y axis as `scale`. Writes `stem.png`
+/// and `stem.svg`. On the log scale, non-positive values are left out.
+pub fn time_lines_plot(
+    stem: &Path,
+    title: &str,
+    desc: (&str, &str),
+    series: &[Series],
+    scale: YScale,
+) -> Result<(), String> {
+    let finite = |p: &&(f64, f64)| p.0.is_finite() && p.1.is_finite();
+    let positive = |p: &&(f64, f64)| p.1 > 0.0;
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().filter(finite).copied())
+        .collect();
+    let (Some(xr), Some(yr)) = (
+        range(all.iter().map(|p| p.0)),
+        range(all.iter().filter(positive).map(|p| p.1)),
+    ) else {
+        return Err(format!("{}: nothing to plot", stem.display()));
+    };
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, desc);
+    for (i, s) in series.iter().enumerate() {
+        let pts: Points = match scale {
+            YScale::Log => s.points.iter().filter(finite).filter(positive).copied().collect(),
+            _ => s.points.iter().filter(finite).copied().collect(),
+        };
+        fig.lines.push((colour(i), pts));
+        fig.legend.push((&s.label, colour(i), Mark::Line));
+    }
+    fig.x = xr.0..xr.1.max(xr.0 + 1e-9);
+    let all_y = range(all.iter().map(|p| p.1)).unwrap_or(yr);
+    fig.y = match scale {
+        YScale::Linear => 0.0_f64.min(all_y.0)..all_y.1.max(1e-12) * 1.05,
+        YScale::LinearUpTo(top) => 0.0_f64.min(all_y.0)..top.max(1e-12),
+        YScale::Log => yr.0 / 1.5..yr.1 * 1.5,
+    };
+    fig.log_y = matches!(scale, YScale::Log);
+    fig.render(stem)
+}
+
+/// Registers the bundled DejaVu Sans under [`FONT`] (once; [`Figure::render`] does the same).
+fn load_font() -> Result<(), String> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+                .map_err(|_| "cannot load the bundled DejaVu Sans font".to_string())
+        })
+        .clone()
+}
+
+/// A grouped bar chart as data (see [`grouped_bar_plot`]).
+struct Bars<'a> {
+    title: &'a str,
+    y_desc: &'a str,
+    categories: &'a [&'a str],
+    groups: &'a [BarGroup<'a>],
+    y: Range<f64>,
+    log_y: bool,
+}
+
+impl Bars<'_> {
+    /// Title, legend panel at the right, then the axes (as [`Figure::draw`]).
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        root.fill(&WHITE)?;
+        let area = root.titled(self.title, (FONT, 22))?;
+        let style = TextStyle::from((FONT, 17).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        let mut width = 0;
+        for g in self.groups {
+            width = width.max(area.estimate_text_size(g.label, &style)?.0);
+        }
+        let (axes, panel) =
+            area.split_horizontally(area.dim_in_pixel().0.saturating_sub(width + 70));
+        for (i, g) in self.groups.iter().enumerate() {
+            let y = 30 + 28 * i as i32;
+            let corners = [(10, y - 8), (40, y + 8)];
+            panel.draw(&Rectangle::new(corners, colour(i).mix(0.7).filled()))?;
+            panel.draw_text(g.label, &style, (50, y))?;
+        }
+        let x = RangedCoordf64::from(0.0..self.categories.len() as f64);
+        if self.log_y {
+            self.axes(root, &axes, x, LogCoord::from(self.y.clone().log_scale()))
+        } else {
+            self.axes(root, &axes, x, RangedCoordf64::from(self.y.clone()))
+        }
+    }
+
+    /// Axes with the category names under the bars (drawn on `root`, whose coordinates are the
+    /// backend's), the bars and their error bars.
+    fn axes<DB, Y>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        area: &DrawingArea<DB, Shift>,
+        x: RangedCoordf64,
+        y: Y,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        let (lo, hi) = (self.y.start, self.y.end);
+        let mut chart = ChartBuilder::on(area)
+            .margin(15)
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x, y)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_desc(self.y_desc)
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 20))
+            .y_label_formatter(&tick)
+            .bold_line_style(BLACK.mix(0.12))
+            .light_line_style(TRANSPARENT)
+            .draw()?;
+        let below = TextStyle::from((FONT, 16).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, name) in self.categories.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(i as f64 + 0.5, lo));
+            root.draw_text(name, &below, (px, py + 8))?;
+        }
+        let width = 0.8 / self.groups.len() as f64;
+        for (g, group) in self.groups.iter().enumerate() {
+            let c = colour(g);
+            for (i, (&m, &s)) in group.mean.iter().zip(group.std).enumerate() {
+                if !m.is_finite() {
+                    continue;
+                }
+                let left = i as f64 + 0.1 + g as f64 * width;
+                let (right, mid) = (left + width, left + width / 2.0);
+                let bar = [(left, lo), (right, m.clamp(lo, hi))];
+                chart.draw_series([Rectangle::new(bar, c.mix(0.7).filled())])?;
+                let (down, up) = ((m - s).clamp(lo, hi), (m + s).clamp(lo, hi));
+                let cap = width / 4.0;
+                let whisker = [
+                    vec![(mid, down), (mid, up)],
+                    vec![(mid - cap, down), (mid + cap, down)],
+                    vec![(mid - cap, up), (mid + cap, up)],
+                ];
+                chart.draw_series(whisker.map(|w| PathElement::new(w, BLACK.stroke_width(1))))?;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

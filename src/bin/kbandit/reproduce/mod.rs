@@ -4,6 +4,9 @@ mod bands;
 mod contextual;
 mod nonstationary;
 mod table1;
+// Flynn & Reeb 2024 App. F.1 and F.3.
+mod loose;
+mod timing;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -24,6 +27,10 @@ pub enum Experiment {
     Contextual(contextual::ContextualArgs),
     /// Iwazaki & Takeno 2025 §6 / Figure 2: R-PERP, R-GP-UCB, SW-GP-UCB and random under abrupt changes.
     Nonstationary(nonstationary::NonstationaryArgs),
+    /// Flynn & Reeb 2024 App. F.3 / Figure 7: regret when the bounds assume a loose σ or B.
+    Loose(loose::LooseArgs),
+    /// Flynn & Reeb 2024 App. F.1 / Figure 4: wall-clock time per round of every bound.
+    Timing(timing::TimingArgs),
 }
 
 /// Runs one experiment.
@@ -33,6 +40,8 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Bands(args) => bands::run(args),
         Experiment::Contextual(args) => contextual::run(args),
         Experiment::Nonstationary(args) => nonstationary::run(args),
+        Experiment::Loose(args) => loose::run(args),
+        Experiment::Timing(args) => timing::run(args),
     }
 }
 

@@ -48,7 +48,7 @@ pub struct Table1Args {
 
 /// The agents compared in Flynn & Reeb 2024 Table 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Method {
+pub(super) enum Method {
     Cmm,
     Dmm,
     Amm,
@@ -58,12 +58,12 @@ enum Method {
 }
 
 impl Method {
-    fn tag(self) -> &'static str {
+    pub(super) fn tag(self) -> &'static str {
         self.bound().map_or("random", BoundKind::name)
     }
 
     /// Rough relative cost of a run, to start the longest first.
-    fn cost(self) -> u32 {
+    pub(super) fn cost(self) -> u32 {
         match self {
             Self::Cmm => 100,
             Self::Dmm => 5,
@@ -73,7 +73,7 @@ impl Method {
     }
 
     /// The bound of a UCB agent (`None` for the random agent).
-    fn bound(self) -> Option<BoundKind> {
+    pub(super) fn bound(self) -> Option<BoundKind> {
         match self {
             Self::Cmm => Some(BoundKind::Cmm),
             Self::Dmm => Some(BoundKind::Dmm),
@@ -84,7 +84,7 @@ impl Method {
         }
     }
 
-    fn title(self) -> &'static str {
+    pub(super) fn title(self) -> &'static str {
         match self {
             Self::Cmm => "Kernel CMM-UCB",
             Self::Dmm => "Kernel DMM-UCB",
@@ -144,18 +144,18 @@ fn paper_cell(kernel: KernelName, lengthscale: f64, method: Method) -> Option<(f
 }
 
 #[derive(Debug, Clone, Copy)]
-struct Setting {
-    kernel: KernelName,
-    lengthscale: f64,
+pub(super) struct Setting {
+    pub(super) kernel: KernelName,
+    pub(super) lengthscale: f64,
 }
 
 impl Setting {
-    fn title(&self) -> String {
+    pub(super) fn title(&self) -> String {
         format!("{} ℓ={}", self.kernel.title(), self.lengthscale)
     }
 
     /// The problem seed of repetition `rep`.
-    fn seed(&self, base: u64, rep: usize) -> u64 {
+    pub(super) fn seed(&self, base: u64, rep: usize) -> u64 {
         let kernel = self.kernel as u64;
         derive_seed(base, &[kernel, self.lengthscale.to_bits(), rep as u64])
     }
@@ -188,7 +188,7 @@ fn run_one(setting: Setting, method: Method, rep: usize, args: &Table1Args) -> R
 }
 
 /// Label of the random agent's stream, derived from the problem seed.
-const RANDOM_AGENT_LABEL: u64 = 0x7261_6e64_6f6d; // "random"
+pub(super) const RANDOM_AGENT_LABEL: u64 = 0x7261_6e64_6f6d; // "random"
 
 /// Plays `method` on the problem with `seed`, with the paper's parameters (σ = 0.1, B = 10,
 /// δ = 0.01, c from [`kernel_bandits::bound::paper_scale`], λ = σ²/c, η = 2/T); returns the
