@@ -202,19 +202,19 @@ fn bands_writes_curves_that_nest_as_the_theory_says() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("x,f,dmm_lcb,dmm_ucb,amm_lcb,amm_ucb,ay_lcb,ay_ucb,igp_lcb,igp_ucb")
+        Some("x,f,cmm_lcb,cmm_ucb,dmm_lcb,dmm_ucb,amm_lcb,amm_ucb,ay_lcb,ay_ucb,igp_lcb,igp_ucb")
     );
     let rows: Vec<Vec<f64>> = lines
         .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
         .collect();
     assert_eq!(rows.len(), 51);
     for row in &rows {
-        for k in 0..4 {
+        for k in 0..5 {
             assert!(row[2 + 2 * k] <= row[3 + 2 * k], "LCB above UCB: {row:?}");
         }
         // DMM's grid contains AMM's regulariser: its band lies inside AMM's.
         assert!(
-            row[2] >= row[4] && row[3] <= row[5],
+            row[4] >= row[6] && row[5] <= row[7],
             "DMM outside AMM: {row:?}"
         );
     }

@@ -433,10 +433,7 @@ pub fn grouped_bar_plot(
     groups: &[BarGroup<'_>],
 ) -> Result<(), String> {
     let n = categories.len();
-    if n == 0
-        || groups.is_empty()
-        || groups.iter().any(|g| g.mean.len() != n || g.std.len() != n)
-    {
+    if n == 0 || groups.is_empty() || groups.iter().any(|g| g.mean.len() != n || g.std.len() != n) {
         let stem = stem.display();
         return Err(format!("{stem}: no bars, or groups of different lengths"));
     }
@@ -522,7 +519,13 @@ pub fn time_lines_plot(
     (fig.title, fig.desc) = (title, desc);
     for (i, s) in series.iter().enumerate() {
         let pts: Points = match scale {
-            YScale::Log => s.points.iter().filter(finite).filter(positive).copied().collect(),
+            YScale::Log => s
+                .points
+                .iter()
+                .filter(finite)
+                .filter(positive)
+                .copied()
+                .collect(),
             _ => s.points.iter().filter(finite).copied().collect(),
         };
         fig.lines.push((colour(i), pts));

@@ -118,7 +118,9 @@ fn check_args(args: &LooseArgs) -> Result<(), String> {
         return fail("--reps and --horizon must be at least 1".into());
     }
     if args.assumed_sigma.is_empty() || args.assumed_norm.is_empty() || args.methods.is_empty() {
-        return fail("--assumed-sigma, --assumed-norm and --methods need at least one value each".into());
+        return fail(
+            "--assumed-sigma, --assumed-norm and --methods need at least one value each".into(),
+        );
     }
     for (name, values) in [
         ("--lengthscale", &[args.lengthscale][..]),
@@ -213,7 +215,11 @@ pub fn run(args: &LooseArgs) -> Result<(), String> {
     let pairs: Vec<Pair> = args
         .assumed_sigma
         .iter()
-        .flat_map(|&sigma| args.assumed_norm.iter().map(move |&norm| Pair { sigma, norm }))
+        .flat_map(|&sigma| {
+            args.assumed_norm
+                .iter()
+                .map(move |&norm| Pair { sigma, norm })
+        })
         .collect();
     let mut jobs: Vec<(usize, Method, usize)> = args
         .methods
@@ -283,12 +289,25 @@ pub fn run(args: &LooseArgs) -> Result<(), String> {
     let finals: Vec<Vec<(f64, f64)>> = (0..pairs.len())
         .map(|p| {
             (0..args.methods.len())
-                .map(|m| mean_std(json.results[m * pairs.len() + p].final_regret.iter().copied()))
+                .map(|m| {
+                    mean_std(
+                        json.results[m * pairs.len() + p]
+                            .final_regret
+                            .iter()
+                            .copied(),
+                    )
+                })
                 .collect()
         })
         .collect();
-    let means: Vec<Vec<f64>> = finals.iter().map(|g| g.iter().map(|c| c.0).collect()).collect();
-    let stds: Vec<Vec<f64>> = finals.iter().map(|g| g.iter().map(|c| c.1).collect()).collect();
+    let means: Vec<Vec<f64>> = finals
+        .iter()
+        .map(|g| g.iter().map(|c| c.0).collect())
+        .collect();
+    let stds: Vec<Vec<f64>> = finals
+        .iter()
+        .map(|g| g.iter().map(|c| c.1).collect())
+        .collect();
     let groups: Vec<BarGroup<'_>> = (0..pairs.len())
         .map(|p| BarGroup {
             label: &titles[p],

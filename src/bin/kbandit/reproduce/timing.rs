@@ -22,7 +22,9 @@ use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::prelude::*;
 use serde::Serialize;
 
-use super::{create_dir, derive_seed, first_repeat, mean_std, progress_bar, write_file, write_json};
+use super::{
+    create_dir, derive_seed, first_repeat, mean_std, progress_bar, write_file, write_json,
+};
 use crate::kernels::KernelName;
 use crate::plot::{Series, YScale, time_lines_plot};
 
@@ -37,8 +39,8 @@ pub struct TimingArgs {
     #[arg(long, default_value_t = 1000)]
     rounds: usize,
     /// Repetitions per bound (the paper's Figure 4 shows the mean over 10; CMM-UCB takes most
-    /// of the time, about 30 s per 1000-round run).
-    #[arg(long, default_value_t = 2)]
+    /// of the time, about 25 s per 1000-round run).
+    #[arg(long, default_value_t = 3)]
     reps: usize,
     /// Kernel of the function and of the bounds.
     #[arg(long, value_enum, default_value_t = KernelName::Matern52)]
@@ -57,11 +59,14 @@ pub struct TimingArgs {
     out: PathBuf,
 }
 
-/// Rounds averaged into one entry of the table: the time per round "at t" is the mean over
-/// rounds t − 9, …, t, which a single round's jitter does not dominate.
+/// Rounds summarised into one entry of the table: the time per round "at t" is the median over
+/// rounds t − 9, …, t (of the mean over repetitions), which a single round slowed down by
+/// another process does not move.
 const TABLE_WINDOW: usize = 10;
 
-/// Window of the centred moving average drawn in the plots and stored in the JSON.
+/// Window of the centred moving median drawn in the plots and stored in the JSON. A median, not
+/// a mean: on a shared machine one round in a hundred can take several times its usual time,
+/// and a moving mean turns each such round into a plateau as wide as the window.
 const PLOT_WINDOW: usize = 25;
 
 /// One bound's timings.
@@ -72,9 +77,9 @@ struct BoundJson {
     time_mean_ms: Vec<f64>,
     /// Standard deviation over repetitions of the same (0 for one repetition).
     time_std_ms: Vec<f64>,
-    /// Centred moving average of `time_mean_ms` over `moving_window` rounds (shorter at the
+    /// Centred moving median of `time_mean_ms` over `moving_window` rounds (shorter at the
     /// ends).
-    moving_mean_ms: Vec<f64>,
+    moving_median_ms: Vec<f64>,
     /// The 50th, 90th and 99th percentiles of all T × reps round times, in ms.
     p50_ms: f64,
     p90_ms: f64,
@@ -142,7 +147,8 @@ fn time_steps<K: Kernel + Clone>(
     let bound_config =
         BoundConfig::paper_defaults(&kernel, args.dims, args.rounds).seed(derive_seed(seed, &[1]));
     // Fresh arms every round: no per-arm state to detect or keep.
-    let mut agent = UcbAgent::new(kind.build(kernel, &bound_config)?).with_policy(ArmSetPolicy::Off);
+    let mut agent =
+        UcbAgent::new(kind.build(kernel, &bound_config)?).with_policy(ArmSetPolicy::Off);
     let mut times = Vec::with_capacity(args.rounds);
     for t in 0..args.rounds {
         let round = problem.round(t);
@@ -161,16 +167,24 @@ fn time_steps<K: Kernel + Clone>(
     Ok(times)
 }
 
-/// Centred moving average over `window` entries, shortened at the ends.
-fn moving_average(values: &[f64], window: usize) -> Vec<f64> {
+/// Centred moving median over `window` entries (rounds i − window/2 ..= i + window/2),
+/// shortened at the ends.
+fn moving_median(values: &[f64], window: usize) -> Vec<f64> {
     let half = window / 2;
     (0..values.len())
         .map(|i| {
             let lo = i.saturating_sub(half);
             let hi = (i + half + 1).min(values.len());
-            values[lo..hi].iter().sum::<f64>() / (hi - lo) as f64
+            median(&values[lo..hi])
         })
         .collect()
+}
+
+/// The median of a non-empty slice (the mean of the middle two for an even length).
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    quantile(&sorted, 0.5)
 }
 
 /// The `q`-quantile (0 ≤ q ≤ 1) of `sorted`, by linear interpolation.
@@ -199,7 +213,12 @@ pub fn run(args: &TimingArgs) -> Result<(), String> {
     create_dir(&args.out)?;
     let kernel_label = args.kernel as u64;
     let seeds: Vec<u64> = (0..args.reps)
-        .map(|r| derive_seed(args.seed, &[kernel_label, args.lengthscale.to_bits(), r as u64]))
+        .map(|r| {
+            derive_seed(
+                args.seed,
+                &[kernel_label, args.lengthscale.to_bits(), r as u64],
+            )
+        })
         .collect();
     let bar = progress_bar((args.reps * args.bounds.len()) as u64, "timing");
     let start = Instant::now();
@@ -231,7 +250,7 @@ pub fn run(args: &TimingArgs) -> Result<(), String> {
             all.sort_by(f64::total_cmp);
             BoundJson {
                 bound: kind.name(),
-                moving_mean_ms: moving_average(&mean, PLOT_WINDOW),
+                moving_median_ms: moving_median(&mean, PLOT_WINDOW),
                 time_mean_ms: mean,
                 time_std_ms: per_round.iter().map(|p| p.1).collect(),
                 p50_ms: quantile(&all, 0.5),
@@ -268,14 +287,14 @@ pub fn run(args: &TimingArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The table: time per round at the checkpoints (mean over the window ending there and over
-/// the repetitions) and the total per run.
+/// The table: time per round at the checkpoints (mean over the repetitions, median over the
+/// window ending there), the median round, and the total per run.
 fn markdown(args: &TimingArgs, results: &[BoundJson]) -> String {
     let at = checkpoints(args.rounds);
     let mut out = format!(
         "Wall-clock time per round (select + update), ms: {} ℓ = {}, d = {}, {} fresh arms per \
-         round, T = {}; mean over {} repetitions and over the {TABLE_WINDOW} rounds up to t; \
-         one thread (seed {})\n\n| bound |",
+         round, T = {}; mean over {} repetitions, median over the {TABLE_WINDOW} rounds up to \
+         t; one thread (seed {})\n\n| bound |",
         args.kernel.title(),
         args.lengthscale,
         args.dims,
@@ -294,8 +313,7 @@ fn markdown(args: &TimingArgs, results: &[BoundJson]) -> String {
         let _ = write!(out, "| {} |", r.bound);
         for &t in &at {
             let window = &r.time_mean_ms[t.saturating_sub(TABLE_WINDOW)..t];
-            let mean = window.iter().sum::<f64>() / window.len() as f64;
-            let _ = write!(out, " {} |", significant(mean));
+            let _ = write!(out, " {} |", significant(median(window)));
         }
         let (total, _) = mean_std(r.total_s.iter().copied());
         let _ = writeln!(out, " {} | {} |", significant(r.p50_ms), significant(total));
@@ -331,7 +349,7 @@ fn write_csv(path: &Path, json: &TimingJson) -> Result<(), String> {
 
 /// Figure 4's three panels as three files: linear y, zoomed linear y (up to the peak of the
 /// slowest bound but one, so that the fast bounds separate; with one bound, its own peak), and
-/// log y; moving averages of the mean.
+/// log y; moving medians of the mean over repetitions.
 fn plots(args: &TimingArgs, json: &TimingJson) -> Result<(), String> {
     let series: Vec<Series> = json
         .results
@@ -339,7 +357,7 @@ fn plots(args: &TimingArgs, json: &TimingJson) -> Result<(), String> {
         .map(|r| Series {
             label: r.bound.to_uppercase(),
             points: r
-                .moving_mean_ms
+                .moving_median_ms
                 .iter()
                 .enumerate()
                 .map(|(t, &v)| ((t + 1) as f64, v))
@@ -348,26 +366,45 @@ fn plots(args: &TimingArgs, json: &TimingJson) -> Result<(), String> {
         .collect();
     let title = |what: &str| {
         format!(
-            "{} ℓ = {}, d = {}: time per round{what}, mean over {} reps ({}-round moving average)",
+            "Time per round{what}: {}, ℓ = {}, d = {}, mean of {} reps",
             args.kernel.title(),
             args.lengthscale,
             args.dims,
             args.reps,
-            PLOT_WINDOW
         )
     };
-    let desc = ("round t", "time per round (ms)");
+    let moving = format!("time per round (ms, {PLOT_WINDOW}-round moving median)");
+    let desc = ("round t", moving.as_str());
     let dir = &args.out;
-    time_lines_plot(&dir.join("timing"), &title(""), desc, &series, YScale::Linear)?;
+    time_lines_plot(
+        &dir.join("timing"),
+        &title(""),
+        desc,
+        &series,
+        YScale::Linear,
+    )?;
     let mut peaks: Vec<f64> = json
         .results
         .iter()
-        .map(|r| r.moving_mean_ms.iter().copied().fold(0.0, f64::max))
+        .map(|r| r.moving_median_ms.iter().copied().fold(0.0, f64::max))
         .collect();
     peaks.sort_by(f64::total_cmp);
     let top = peaks[peaks.len().saturating_sub(2)];
     let zoom = YScale::LinearUpTo(top * 1.05);
-    time_lines_plot(&dir.join("timing_zoom"), &title(" (zoomed)"), desc, &series, zoom)?;
-    let desc = ("round t", "time per round (ms, log scale)");
-    time_lines_plot(&dir.join("timing_log"), &title(""), desc, &series, YScale::Log)
+    time_lines_plot(
+        &dir.join("timing_zoom"),
+        &title(" (zoomed)"),
+        desc,
+        &series,
+        zoom,
+    )?;
+    let moving = format!("time per round (ms, log scale, {PLOT_WINDOW}-round moving median)");
+    let desc = ("round t", moving.as_str());
+    time_lines_plot(
+        &dir.join("timing_log"),
+        &title(""),
+        desc,
+        &series,
+        YScale::Log,
+    )
 }
