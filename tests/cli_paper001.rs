@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use kernel_bandits::bound::BoundKind;
 use kernel_bandits::prelude::*;
 use serde_json::Value;
 
@@ -366,7 +367,8 @@ fn loose_true_values_set_the_problem() {
 #[test]
 fn loose_rejects_bad_arguments() {
     let dir = scratch_dir("loose-bad");
-    let base = ["reproduce", "loose", "--horizon", "5", "--reps", "1"];
+    // Every case fails in the argument checks, before any run.
+    let base = ["reproduce", "loose", "--horizon", "5"];
     let cases: [(&[&str], &str); 9] = [
         (&["--assumed-sigma", "-0.1"], "--assumed-sigma value -0.1"),
         (&["--assumed-sigma", "0"], "--assumed-sigma value 0"),
@@ -500,7 +502,7 @@ fn timing_runs_every_bound_by_default() {
 #[test]
 fn timing_rejects_bad_arguments() {
     let dir = scratch_dir("timing-bad");
-    let base = ["reproduce", "timing", "--rounds", "3"];
+    let base = ["reproduce", "timing"];
     let cases: [(&[&str], &str); 5] = [
         (&["--reps", "0"], "--reps"),
         (&["--rounds", "0"], "--rounds"),
