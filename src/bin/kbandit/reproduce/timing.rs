@@ -39,8 +39,8 @@ pub struct TimingArgs {
     #[arg(long, default_value_t = 1000)]
     rounds: usize,
     /// Repetitions per bound (the paper's Figure 4 shows the mean over 10; CMM-UCB takes most
-    /// of the time, about 25 s per 1000-round run).
-    #[arg(long, default_value_t = 3)]
+    /// of the time, about 25 s per 1000-round run, so 10 take some 4–5 minutes).
+    #[arg(long, default_value_t = 2)]
     reps: usize,
     /// Kernel of the function and of the bounds.
     #[arg(long, value_enum, default_value_t = KernelName::Matern52)]
