@@ -52,8 +52,8 @@ pub struct LooseArgs {
     /// δ of the bounds.
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     delta: f64,
-    /// Methods (comma-separated); add `cmm` for the exact CMM-UCB (about 30 s per 1000-round
-    /// run with Matérn 5/2, so 4 pairs × 10 repetitions add some 20 minutes on two cores).
+    /// Methods (comma-separated); add `cmm` for the exact CMM-UCB (25–40 s per 1000-round run
+    /// with Matérn 5/2, so 4 pairs × 10 repetitions add 10–15 minutes on two cores).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Method::Dmm, Method::Amm, Method::Ay, Method::Igp, Method::Random])]
     methods: Vec<Method>,
     /// Repetitions (problems) per pair.
