@@ -90,8 +90,8 @@ fn parse_experiment<A: Args>(args: &[OsString]) -> A {
 
 /// `kbandit demo`: Flynn & Reeb 2024 Table 1's first column (RBF, ℓ = 0.5, d = 3, T = 1000) with
 /// three repetitions of the paper's five bounds (CMM-UCB included, for all 1000 rounds where the
-/// paper ran it for 200) and random, then the confidence bands of Figure 1; about 25 s on two
-/// cores, most of it CMM-UCB.
+/// paper ran it for 200) and random, then the confidence bands of Figure 1; about half a
+/// minute on two cores, most of it CMM-UCB.
 pub fn demo(args: &DemoArgs) -> Result<(), String> {
     let out = args.out.clone().into_os_string();
     let table1: table1::Table1Args = parse_experiment(&[
