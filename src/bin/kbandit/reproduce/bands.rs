@@ -1,5 +1,5 @@
-//! `kbandit reproduce bands`: Flynn & Reeb 2024 Figure 1, the confidence bands of every bound over
-//! [0, 1] for a function in the RKHS of a Matérn 3/2 kernel with ℓ = 0.5.
+//! `kbandit reproduce bands`: Flynn & Reeb 2024 Figure 1, the confidence bands of the paper's
+//! five bounds over [0, 1] for a function in the RKHS of a Matérn 3/2 kernel with ℓ = 0.5.
 //!
 //! The function is drawn as in Flynn & Reeb 2024 §7 (d = 1): f = b Σᵢ wᵢ k(·, zᵢ) with 20
 //! centres and ‖f‖_H = B exactly. The observations are at uniform random points with N(0, σ²)

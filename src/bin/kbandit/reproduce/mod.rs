@@ -21,7 +21,7 @@ use rayon::prelude::*;
 pub enum Experiment {
     /// Flynn & Reeb 2024 §7 / Table 1: cumulative regret of the UCB agents on random RKHS functions.
     Table1(table1::Table1Args),
-    /// Flynn & Reeb 2024 Figure 1: the confidence bands of every bound on a 1-D function.
+    /// Flynn & Reeb 2024 Figure 1: the confidence bands of CMM, DMM, AMM, AY and IGP on a 1-D function.
     Bands(bands::BandsArgs),
     /// Zenati et al. 2022 §5: EK-UCB, BKB, exact K-UCB and random on three contextual environments.
     Contextual(contextual::ContextualArgs),
