@@ -149,7 +149,7 @@ fn time_steps<K: Kernel + Clone>(
     // Fresh arms every round: no per-arm state to detect or keep.
     let mut agent =
         UcbAgent::new(kind.build(kernel, &bound_config)?).with_policy(ArmSetPolicy::Off);
-    let mut times = Vec::with_capacity(args.rounds);
+    let mut times = Vec::new();
     for t in 0..args.rounds {
         let round = problem.round(t);
         let values = round.values();
@@ -220,10 +220,13 @@ pub fn run(args: &TimingArgs) -> Result<(), String> {
             )
         })
         .collect();
-    let bar = progress_bar((args.reps * args.bounds.len()) as u64, "timing");
+    let bar = progress_bar(
+        (args.reps.saturating_mul(args.bounds.len())) as u64,
+        "timing",
+    );
     let start = Instant::now();
     // times[b][r][t], in seconds.
-    let mut times = vec![Vec::with_capacity(args.reps); args.bounds.len()];
+    let mut times = vec![Vec::new(); args.bounds.len()];
     for &seed in &seeds {
         for (b, &kind) in args.bounds.iter().enumerate() {
             bar.set_message(kind.name());
@@ -281,7 +284,7 @@ pub fn run(args: &TimingArgs) -> Result<(), String> {
     eprintln!(
         "timing: {} runs in {elapsed:.1} s, one at a time on one thread; wrote timing.json, \
          timing.csv and timing{{,_zoom,_log}}.{{png,svg}} in {}",
-        args.reps * args.bounds.len(),
+        args.reps.saturating_mul(args.bounds.len()),
         args.out.display()
     );
     Ok(())
