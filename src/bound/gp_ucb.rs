@@ -100,8 +100,7 @@ impl<K: Kernel> GpUcb<K> {
         let p = &self.params;
         let gamma = self.information_gain();
         p.norm_bound()
-            + p.sigma() / p.lambda().sqrt()
-                * (2.0 * (gamma + 1.0 + (1.0 / p.delta()).ln())).sqrt()
+            + p.sigma() / p.lambda().sqrt() * (2.0 * (gamma + 1.0 + (1.0 / p.delta()).ln())).sqrt()
     }
 }
 

@@ -530,11 +530,7 @@ pub fn run(args: &NonstationaryArgs) -> Result<(), String> {
     let json_path = args.run.out.join("nonstationary.json");
     write_json(&json_path, &json)?;
     let mut plots = Vec::new();
-    for (kernel, cells) in args
-        .kernels
-        .iter()
-        .zip(json.results.chunks(variants.len()))
-    {
+    for (kernel, cells) in args.kernels.iter().zip(json.results.chunks(variants.len())) {
         let curves: Vec<Curve<'_>> = variants
             .iter()
             .zip(cells)
