@@ -4,6 +4,7 @@ mod bands;
 mod contextual;
 mod nonstationary;
 mod table1;
+mod variance;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -24,6 +25,8 @@ pub enum Experiment {
     Contextual(contextual::ContextualArgs),
     /// Iwazaki & Takeno 2025 §6 / Figure 2: R-PERP, R-GP-UCB, SW-GP-UCB and random under abrupt changes.
     Nonstationary(nonstationary::NonstationaryArgs),
+    /// Calandriello et al. 2019 §3: variance starvation; exact, DTC (BKB) and subset-of-regressors variances far from the dictionary.
+    Variance(variance::VarianceArgs),
 }
 
 /// Runs one experiment.
@@ -33,6 +36,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Bands(args) => bands::run(args),
         Experiment::Contextual(args) => contextual::run(args),
         Experiment::Nonstationary(args) => nonstationary::run(args),
+        Experiment::Variance(args) => variance::run(args),
     }
 }
 
