@@ -57,8 +57,18 @@ fn check(kernel: Rbf, xs: &[f64], anchor_values: &[f64]) {
         dense_variance::dtc_and_sor(&kernel, xs, anchor_values, LAMBDA, &q);
     // The scale of σ̃² is k(x, x)/λ = 1/λ.
     for j in 0..q.len() {
-        close(dtc[j], dense_dtc[j], 1.0 / LAMBDA, &format!("DTC at {}", q[j]));
-        close(sor[j], dense_sor[j], 1.0 / LAMBDA, &format!("SoR at {}", q[j]));
+        close(
+            dtc[j],
+            dense_dtc[j],
+            1.0 / LAMBDA,
+            &format!("DTC at {}", q[j]),
+        );
+        close(
+            sor[j],
+            dense_sor[j],
+            1.0 / LAMBDA,
+            &format!("SoR at {}", q[j]),
+        );
         // SoR never exceeds DTC: they differ by (k(x, x) − zᵀz)/λ ≥ 0.
         assert!(sor[j] <= dtc[j] * (1.0 + 1e-12));
     }

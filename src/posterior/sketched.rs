@@ -830,9 +830,7 @@ impl<K: Kernel> SketchedPosterior<K> {
         // z = L_Z⁻¹k_Z(x), then ‖L_V⁻¹z‖² = zᵀV⁻¹z.
         solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
         solve_lower_triangular_in_place(self.chol_v.as_ref(), block.as_mut(), Par::Seq);
-        Ok((0..count)
-            .map(|j| block.col(j).squared_norm_l2())
-            .collect())
+        Ok((0..count).map(|j| block.col(j).squared_norm_l2()).collect())
     }
 }
 

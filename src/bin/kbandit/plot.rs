@@ -428,7 +428,9 @@ pub fn variance_plot(
     let n = xs.len();
     if n < 2 || reference.1.len() != n || series.iter().any(|s| s.1.len() != n) {
         let stem = stem.display();
-        return Err(format!("{stem}: each series needs a value per grid point (≥ 2)"));
+        return Err(format!(
+            "{stem}: each series needs a value per grid point (≥ 2)"
+        ));
     }
     let values = || {
         series

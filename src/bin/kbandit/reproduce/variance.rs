@@ -148,11 +148,7 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
     let kernel = Rbf::new(args.lengthscale).map_err(fail)?;
     let step = 1.0 / (args.grid - 1) as f64;
     let grid: Vec<f64> = (0..args.grid).map(|j| j as f64 * step).collect();
-    let covered: Vec<f64> = grid
-        .iter()
-        .copied()
-        .filter(|&x| x <= args.cover)
-        .collect();
+    let covered: Vec<f64> = grid.iter().copied().filter(|&x| x <= args.cover).collect();
     let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(args.seed, &[0x6f62_73]));
     let mut observations = Vec::with_capacity(args.observations);
     let mut targets = Vec::with_capacity(args.observations);
@@ -181,9 +177,12 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
     let theorem_qbar = 6.0 * alpha * (4.0 * args.observations as f64 / args.delta).ln()
         / (args.epsilon * args.epsilon);
     let mut dictionaries = Vec::new();
-    for (index, (name, qbar)) in [("theorem", theorem_qbar), ("practical", args.practical_qbar)]
-        .into_iter()
-        .enumerate()
+    for (index, (name, qbar)) in [
+        ("theorem", theorem_qbar),
+        ("practical", args.practical_qbar),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let params = SketchParams::new()
             .lambda(args.lambda)
@@ -215,10 +214,7 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
                     .all(|a| (a - grid[j]).abs() > 3.0 * args.lengthscale)
             })
             .collect();
-        let far_sor_ratio_max = far
-            .iter()
-            .map(|&j| sor[j] / exact[j])
-            .reduce(f64::max);
+        let far_sor_ratio_max = far.iter().map(|&j| sor[j] / exact[j]).reduce(f64::max);
         dictionaries.push(DictionaryJson {
             name,
             qbar,
@@ -282,7 +278,11 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
         (&sor_practical, &practical.sor),
     ];
     let anchors_theorem = format!("anchors, Thm 1 qbar ({})", theorem.anchors.len());
-    let anchors_practical = format!("anchors, qbar = {} ({})", practical.qbar, practical.anchors.len());
+    let anchors_practical = format!(
+        "anchors, qbar = {} ({})",
+        practical.qbar,
+        practical.anchors.len()
+    );
     let anchors: [(&str, usize, &[f64]); 2] = [
         (&anchors_theorem, 0, &theorem.anchors),
         (&anchors_practical, 2, &practical.anchors),
@@ -313,11 +313,7 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
 /// FFᵀ = Φ'ᵀPΦ', so Ã = Wᵀ(FᵀF)W + λI with W = FᵀUΛ^{−1/2}, whose columns have norm ≤ 1
 /// (FFᵀ ⪯ G). Directions with Λᵢ < 10⁻⁶λ are left out: there A and Ã are within about that
 /// fraction of λI and rounding dominates.
-fn measured_alpha(
-    post: &SketchedPosterior<Rbf>,
-    kernel: &Rbf,
-    lambda: f64,
-) -> Result<f64, String> {
+fn measured_alpha(post: &SketchedPosterior<Rbf>, kernel: &Rbf, lambda: f64) -> Result<f64, String> {
     let n = post.distinct();
     let anchors = post.dictionary();
     let m = anchors.len();
@@ -362,9 +358,9 @@ fn measured_alpha(
         .collect();
     let scaled = DMatrix::from_fn(r, r, |a, b| scale[a] * pencil[(a, b)] * scale[b]);
     let ratios = SymmetricEigen::new(scaled).eigenvalues;
-    let (lo, hi) = ratios
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
+        (lo.min(v), hi.max(v))
+    });
     Ok(hi.max(1.0 / lo))
 }
 
@@ -382,7 +378,12 @@ fn markdown(json: &VarianceJson) -> String {
         "Variance starvation (Calandriello et al. 2019 §3): {t} observations at grid points in \
          [0, {}], RBF ℓ = {}, λ = {}; ε = {}, δ = {}, α = (1+ε)/(1−ε) = {:.3}, Theorem 1's q̄ = \
          6α ln(4T/δ)/ε² = {:.1}. Variances in the papers' scale σ² = ρ_λ²/λ.\n",
-        json.cover, json.lengthscale, json.lambda, json.epsilon, json.delta, json.alpha,
+        json.cover,
+        json.lengthscale,
+        json.lambda,
+        json.epsilon,
+        json.delta,
+        json.alpha,
         json.theorem_qbar
     );
     let ell = json.lengthscale;
