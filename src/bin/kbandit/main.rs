@@ -10,7 +10,8 @@
 //! kbandit reproduce table1 [--reps 10] [--out results]
 //! kbandit reproduce bands [--out results]
 //! kbandit reproduce contextual [--reps 5] [--out results]
-//! kbandit reproduce nonstationary [--reps 5] [--out results]
+//! kbandit reproduce nonstationary [--reps 5] [--methods r-gp-ucb,r-dmm,sw-dmm,...] [--info-gain greedy|data|both] [--out results]
+//! kbandit reproduce variance [--observations 300] [--cover 0.3] [--out results]
 //! ```
 //!
 //! Errors print one line to stderr, naming the file and line where there is one, and exit

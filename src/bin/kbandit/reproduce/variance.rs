@@ -149,7 +149,7 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
     let step = 1.0 / (args.grid - 1) as f64;
     let grid: Vec<f64> = (0..args.grid).map(|j| j as f64 * step).collect();
     let covered: Vec<f64> = grid.iter().copied().filter(|&x| x <= args.cover).collect();
-    let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(args.seed, &[0x6f62_73]));
+    let mut rng = ChaCha8Rng::seed_from_u64(derive_seed(args.seed, &[0x006f_6273]));
     let mut observations = Vec::with_capacity(args.observations);
     let mut targets = Vec::with_capacity(args.observations);
     for _ in 0..args.observations {
@@ -190,7 +190,7 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
             .delta(args.delta)
             .qbar(qbar)
             .beta(1.0);
-        let seed = derive_seed(args.seed, &[0x626b_62, index as u64]);
+        let seed = derive_seed(args.seed, &[0x0062_6b62, index as u64]);
         let mut bkb = Bkb::new(kernel, params, seed).map_err(fail)?;
         for (&x, &y) in observations.iter().zip(&targets) {
             bkb.observe(&[x], y).map_err(fail)?;
