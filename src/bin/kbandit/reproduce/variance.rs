@@ -16,7 +16,9 @@
 //! A/α' ⪯ Ã ⪯ α'A, A = ΦΦᵀ + λI and Ã = PΦΦᵀP + λI (P the projection on the dictionary's span),
 //! which by Lemma 6's argument gives σ²/α' ≤ σ̃² ≤ α'σ² at every x. It is computed on the span of
 //! the data in the basis of the eigenvectors of the weighted Gram matrix, keeping the directions
-//! whose eigenvalue is at least 10⁻⁶λ.
+//! whose eigenvalue is at least 10⁻¹⁰λ (about ten times the rounding noise of the eigenvalues
+//! here; α' changes by less than 10⁻⁶ between the cut-offs 10⁻¹⁰λ and 10⁻¹²λ, while 10⁻⁶λ misses
+//! directions that matter).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -69,8 +71,9 @@ pub struct VarianceArgs {
     out: PathBuf,
 }
 
-/// Eigenvalues of the weighted Gram matrix below this fraction of λ are left out of α'.
-const SPAN_TOLERANCE: f64 = 1e-6;
+/// Eigenvalues of the weighted Gram matrix below this fraction of λ are left out of α' (the
+/// eigenvalues' rounding noise is about ε‖G‖ ≈ 10⁻¹³ at the defaults).
+const SPAN_TOLERANCE: f64 = 1e-10;
 
 /// One dictionary's variances and accuracy.
 #[derive(Debug, Serialize)]
@@ -311,8 +314,7 @@ pub fn run(args: &VarianceArgs) -> Result<(), String> {
 /// = UΛUᵀ, the vectors eᵢ = Φ'uᵢ/√Λᵢ (Φ' = ΦC^{1/2}) are an orthonormal basis of the span in
 /// which A = Λ + λI. The Nyström factor F = C^{1/2}K_uS L_S⁻ᵀ (L_S = chol K_SS) has
 /// FFᵀ = Φ'ᵀPΦ', so Ã = Wᵀ(FᵀF)W + λI with W = FᵀUΛ^{−1/2}, whose columns have norm ≤ 1
-/// (FFᵀ ⪯ G). Directions with Λᵢ < 10⁻⁶λ are left out: there A and Ã are within about that
-/// fraction of λI and rounding dominates.
+/// (FFᵀ ⪯ G). Directions with Λᵢ < 10⁻¹⁰λ are left out: their eigenvalues are rounding noise.
 fn measured_alpha(post: &SketchedPosterior<Rbf>, kernel: &Rbf, lambda: f64) -> Result<f64, String> {
     let n = post.distinct();
     let anchors = post.dictionary();
