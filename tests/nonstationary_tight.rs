@@ -300,3 +300,31 @@ fn gp_ucb_with_the_greedy_gain_has_a_constant_width_and_names_itself() {
     let data = GpUcb::new(kernel, params(), InformationGain::Data).unwrap();
     assert_eq!(data.name(), "gp-ucb-data");
 }
+
+#[cfg(feature = "serde")]
+#[test]
+fn gp_ucb_in_a_sliding_window_survives_a_snapshot() {
+    let kernel = Rbf::new(0.3).unwrap();
+    let bound = GpUcb::new(kernel, params(), InformationGain::Data).unwrap();
+    let mut agent = SlidingWindow::new(bound, 4).unwrap();
+    for &x in &structured_inputs()[..9] {
+        agent.update(&[x], target(x)).unwrap();
+    }
+    let json = agent.to_json().unwrap();
+    let restored = SlidingWindow::<GpUcb<Rbf>>::from_json(&json).unwrap();
+    let queries: Vec<Vec<f64>> = [0.2, 0.4, 5.0].iter().map(|&q| vec![q]).collect();
+    assert_eq!(
+        restored.agent().bound().bounds(&queries).unwrap(),
+        agent.agent().bound().bounds(&queries).unwrap()
+    );
+    assert_eq!(
+        restored.agent().bound().information_gain(),
+        agent.agent().bound().information_gain()
+    );
+    // A negative fixed γ in a snapshot is refused.
+    let fixed = GpUcb::new(kernel, params(), InformationGain::Fixed(7.25)).unwrap();
+    let text = fixed.to_json().unwrap();
+    assert_eq!(text.matches("7.25").count(), 1, "{text}");
+    assert!(GpUcb::<Rbf>::from_json(&text).is_ok());
+    assert!(GpUcb::<Rbf>::from_json(&text.replace("7.25", "-7.25")).is_err());
+}
