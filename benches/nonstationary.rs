@@ -2,13 +2,16 @@
 //! (select over the 900 arms, update, Cholesky downdate of the oldest point) with a full window
 //! W ∈ {100, 200}, the downdate alone against a fresh factorisation of the window, and one
 //! whole R-PERP interval of 1000 rounds (batch planning by incremental greedy variance,
-//! elimination).
+//! elimination). Beside them, the tight exact bounds in the same wrappers: one SW-DMM round and
+//! one SW-GP-UCB round with the data-dependent information gain (W = 173, the window of the
+//! SE runs of `kbandit reproduce nonstationary`), and R-DMM over one restart interval H = 173.
 
 use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
+use kernel_bandits::bound::{GpUcb, InformationGain};
 use kernel_bandits::env::{DriftingProblem, unit_grid};
-use kernel_bandits::nonstationary::{RPerp, RPerpParams, SlidingWindow};
+use kernel_bandits::nonstationary::{RPerp, RPerpParams, Restarting, SlidingWindow};
 use kernel_bandits::prelude::*;
 
 fn sliding_window(c: &mut Criterion) {
@@ -76,5 +79,55 @@ fn rperp_interval(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, sliding_window, rperp_interval);
+fn tight_bounds(c: &mut Criterion) {
+    let kernel = Rbf::new(0.5).unwrap();
+    let arms = unit_grid(30);
+    let problem = DriftingProblem::paper004(&kernel, 5000, 0.1, 1).unwrap();
+    let window = 173;
+    let params = BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(2.0)
+        .scale(1.0)
+        .lambda(0.01);
+    let mut group = c.benchmark_group("tight_bounds_900_arms");
+    let round = problem.round(window + 50);
+    let mut sw_dmm = SlidingWindow::new(Dmm::new(kernel, params).unwrap(), window).unwrap();
+    problem.run(&mut sw_dmm, window + 50).unwrap();
+    let gain = InformationGain::Data;
+    let mut sw_data =
+        SlidingWindow::new(GpUcb::new(kernel, params, gain).unwrap(), window).unwrap();
+    problem.run(&mut sw_data, window + 50).unwrap();
+    group.bench_function(BenchmarkId::new("sw_dmm_round", window), |b| {
+        b.iter_batched_ref(
+            || sw_dmm.clone(),
+            |agent| {
+                let i = agent.select(&arms).unwrap();
+                agent.update(&arms[i], round.values[i]).unwrap();
+                black_box(i)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.bench_function(BenchmarkId::new("sw_gp_ucb_data_round", window), |b| {
+        b.iter_batched_ref(
+            || sw_data.clone(),
+            |agent| {
+                let i = agent.select(&arms).unwrap();
+                agent.update(&arms[i], round.values[i]).unwrap();
+                black_box(agent.agent().bound().information_gain())
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.sample_size(10);
+    group.bench_function(BenchmarkId::new("r_dmm_interval", window), |b| {
+        b.iter(|| {
+            let mut agent = Restarting::new(Dmm::new(kernel, params).unwrap(), window).unwrap();
+            black_box(problem.run(&mut agent, window).unwrap().total())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, sliding_window, rperp_interval, tight_bounds);
 criterion_main!(benches);

@@ -337,10 +337,23 @@ fn nonstationary_outputs_have_the_documented_shape() {
         (Some(200), Some(2))
     );
     let results = json["results"].as_array().unwrap();
-    assert_eq!(results.len(), 10);
+    // Ten methods by default (the GP-UCB baselines with both information gains) per kernel.
+    assert_eq!(results.len(), 20);
     for cell in results {
         let method = cell["method"].as_str().unwrap();
-        assert!(["r_perp", "r_perp_theory", "r_gp_ucb", "sw_gp_ucb", "random"].contains(&method));
+        let methods = [
+            "r_perp",
+            "r_perp_theory",
+            "r_gp_ucb",
+            "r_gp_ucb_data",
+            "sw_gp_ucb",
+            "sw_gp_ucb_data",
+            "r_amm",
+            "r_dmm",
+            "sw_dmm",
+            "random",
+        ];
+        assert!(methods.contains(&method));
         assert!(["rbf", "matern52"].contains(&cell["kernel"].as_str().unwrap()));
         assert_eq!(cell["final_regret"].as_array().unwrap().len(), 2);
         let mean = cell["curve_mean"].as_array().unwrap();

@@ -7,6 +7,7 @@
 //! | AMM-UCB | [`Amm`] | Flynn & Reeb 2024 Cor. 4.6, Lemma C.2 | √((σ² ld_{a0} + a0 B² + 2σ² ln 1/δ)/a0) |
 //! | DMM-UCB | [`Dmm`] | Flynn & Reeb 2024 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
 //! | CMM-UCB | [`Cmm`] | Flynn & Reeb 2024 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
+//! | GP-UCB | [`GpUcb`] | Chowdhury & Gopalan (2017) Thm 2, as the baselines of Iwazaki & Takeno 2025 §6 use it | B + (σ/√λ)√(2(γ + 1 + ln 1/δ)), γ fixed or ½ ld_λ ([`InformationGain`]) |
 //! | K-UCB | [`KUcb`] | Calandriello et al. (2019), Zenati et al. (2022) baseline | fixed β on σ = ρ_λ/√λ |
 //! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step |
 //! | EK-UCB | [`EkUcb`] | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 | β̃ on σ̃, dictionary grown by KORS |
@@ -23,6 +24,7 @@ mod diagnostics;
 mod dmm;
 mod eigen;
 mod ek_ucb;
+mod gp_ucb;
 mod igp;
 mod k_ucb;
 mod kind;
@@ -38,6 +40,7 @@ pub use cmm::{Certificate, Cmm, SpectralHealth};
 pub use diagnostics::Diagnostics;
 pub use dmm::{DMM_GRID, Dmm};
 pub use ek_ucb::EkUcb;
+pub use gp_ucb::{GpUcb, InformationGain};
 pub use igp::Igp;
 pub use k_ucb::KUcb;
 pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};

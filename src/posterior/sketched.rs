@@ -776,6 +776,62 @@ impl<K: Kernel> SketchedPosterior<K> {
             kzz_inv: DMatrix::from_fn(m, m, |i, j| kzz_inv[(i, j)]),
         }
     }
+
+    /// The subset-of-regressors (SoR) variance z(x)ᵀV⁻¹z(x) at each point: the DTC σ̃²(x) of
+    /// [`SketchedPosterior::evaluate`] with k(x, x) replaced by its Nyström value z(x)ᵀz(x)
+    /// (Calandriello et al. 2019 §3.1). It tends to 0 far from the dictionary, where z(x) → 0,
+    /// whatever the exact variance there: the *variance starvation* that the DTC form avoids.
+    /// For comparison only; no bound of the crate uses it. O(m) kernel evaluations and O(m²)
+    /// per point.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::prelude::*;
+    /// use kernel_bandits::posterior::SketchedPosterior;
+    /// let mut post = SketchedPosterior::new(Rbf::new(0.1)?, 0.01)?;
+    /// post.observe(&[0.0], 1.0)?;
+    /// post.set_dictionary(&[0])?;
+    /// let far = [[3.0]].as_points()?;
+    /// assert!(post.subset_of_regressors_variance(&far)?[0] < 1e-100); // starved
+    /// assert!((post.evaluate(&far)?.variance[0] - 100.0).abs() < 1e-9); // DTC: k(x, x)/λ
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] for points of the wrong dimension, [`Error::NonFinite`] for
+    /// a non-finite kernel value.
+    pub fn subset_of_regressors_variance(&self, points: &Points<'_>) -> Result<Vec<f64>> {
+        let count = points.len();
+        let m = self.anchors.len();
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        self.check_dim(points.dim())?;
+        let mut block = Mat::<f64>::zeros(m, count);
+        let mut column = vec![0.0; m];
+        let mut bad = false;
+        points.for_each(|j, x| {
+            if m > 0 {
+                self.kernel.eval_rows(&self.anchor_points, x, &mut column);
+                for (i, &v) in column.iter().enumerate() {
+                    block[(i, j)] = v;
+                }
+            }
+            bad |= column.iter().any(|v| !v.is_finite());
+        });
+        if bad {
+            return Err(Error::NonFinite {
+                what: "kernel value at a query point".into(),
+            });
+        }
+        if m == 0 {
+            return Ok(vec![0.0; count]);
+        }
+        // z = L_Z⁻¹k_Z(x), then ‖L_V⁻¹z‖² = zᵀV⁻¹z.
+        solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
+        solve_lower_triangular_in_place(self.chol_v.as_ref(), block.as_mut(), Par::Seq);
+        Ok((0..count).map(|j| block.col(j).squared_norm_l2()).collect())
+    }
 }
 
 #[cfg(feature = "serde")]

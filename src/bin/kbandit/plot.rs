@@ -367,7 +367,12 @@ fn range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)> {
 /// Tick labels without trailing zeros; scientific notation for very large or small values.
 fn tick(v: &f64) -> String {
     if v.abs() >= 1e5 || (v.abs() < 1e-3 && *v != 0.0) {
-        return format!("{v:e}");
+        // Four significant digits, trailing zeros dropped: a log axis's 10⁻⁴ arrives as
+        // 9.999999999999999e-5.
+        let s = format!("{v:.3e}");
+        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        return format!("{mantissa}e{exponent}");
     }
     let s = format!("{v:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -647,6 +652,69 @@ impl Bars<'_> {
         }
         Ok(())
     }
+}
+
+/// Variances over a 1-D grid on a logarithmic y-axis (variance starvation, Calandriello et al.
+/// 2019 §3), with axes "x" and "variance (log scale)" and `title`. The `reference` series
+/// (the exact variance) is drawn as black dots at about 60 grid points, so that lines which
+/// coincide with it stay visible; each of `series` is a line. Each `anchors` row
+/// `(label, series index, xs)` marks a dictionary along the bottom in the colour of that
+/// series. Values below 10⁻¹² times the largest are drawn at that floor (the starved
+/// subset-of-regressors variance reaches 0), as the legend says. Writes `stem.png` and
+/// `stem.svg`.
+pub fn variance_plot(
+    stem: &Path,
+    title: &str,
+    xs: &[f64],
+    reference: (&str, &[f64]),
+    series: &[(&str, &[f64])],
+    anchors: &[(&str, usize, &[f64])],
+) -> Result<(), String> {
+    let n = xs.len();
+    if n < 2 || reference.1.len() != n || series.iter().any(|s| s.1.len() != n) {
+        let stem = stem.display();
+        return Err(format!(
+            "{stem}: each series needs a value per grid point (≥ 2)"
+        ));
+    }
+    let values = || {
+        series
+            .iter()
+            .flat_map(|s| s.1.iter().copied())
+            .chain(reference.1.iter().copied())
+    };
+    let top = range(values()).map_or(1.0, |r| r.1).max(f64::MIN_POSITIVE);
+    let floor = top * 1e-12;
+    let lowest = values()
+        .filter(|v| v.is_finite())
+        .fold(top, f64::min)
+        .max(floor);
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, ("x", "variance (log scale)"));
+    fig.legend.push((reference.0, BLACK, Mark::Dot));
+    let step = n.div_ceil(60).max(1);
+    fig.dots = (0..n)
+        .step_by(step)
+        .map(|j| (xs[j], reference.1[j].max(floor)))
+        .collect();
+    for (i, (label, values)) in series.iter().enumerate() {
+        let line = thin(n).map(|j| (xs[j], values[j].max(floor))).collect();
+        fig.lines.push((colour(i), line));
+        fig.legend.push((label, colour(i), Mark::Line));
+    }
+    let floor_note = format!("(values < {floor:.0e} drawn at {floor:.0e})");
+    fig.legend.push((&floor_note, WHITE, Mark::Line));
+    for (row, (label, i, xs)) in anchors.iter().enumerate() {
+        let y = lowest / 2f64.powi(2 * row as i32 + 1);
+        fig.marks
+            .push((colour(*i), xs.iter().map(|&a| (a, y)).collect()));
+        fig.legend.push((label, colour(*i), Mark::Dot));
+    }
+    fig.y = lowest / 2f64.powi(2 * anchors.len() as i32 + 1)..top * 3.0;
+    let (x0, x1) = range(xs.iter().copied()).unwrap_or((0.0, 1.0));
+    fig.x = x0..x1.max(x0 + 1e-9);
+    fig.log_y = true;
+    fig.render(stem)
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ mod table1;
 // Flynn & Reeb 2024 App. F.1 and F.3.
 mod loose;
 mod timing;
+mod variance;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -31,6 +32,8 @@ pub enum Experiment {
     Loose(loose::LooseArgs),
     /// Flynn & Reeb 2024 App. F.1 / Figure 4: wall-clock time per round of every bound.
     Timing(timing::TimingArgs),
+    /// Calandriello et al. 2019 §3: variance starvation; exact, DTC (BKB) and subset-of-regressors variances far from the dictionary.
+    Variance(variance::VarianceArgs),
 }
 
 /// Runs one experiment.
@@ -42,6 +45,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Nonstationary(args) => nonstationary::run(args),
         Experiment::Loose(args) => loose::run(args),
         Experiment::Timing(args) => timing::run(args),
+        Experiment::Variance(args) => variance::run(args),
     }
 }
 
