@@ -296,11 +296,47 @@ fn hankel(nu: f64, two_over_gamma: f64, z: f64) -> f64 {
     scale * half * half
 }
 
+/// Below this (r/ℓ)², the square root of the sum of squares has lost bits to underflow.
+const TINY_Z_SQ: f64 = 1e-290;
+
+/// r/ℓ for points so close that (r/ℓ)² is not a normal double (r/ℓ < 10⁻¹⁴⁵): m ‖d/m‖ with
+/// d = (x − y)/ℓ and m its largest |dᵢ|, which does not underflow. The closed forms are 1 there
+/// anyway, but for small ν, 1 − k ≈ Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} is still visible at z = 10⁻³⁰⁰.
+fn tiny_scaled_distance(x: &[f64], y: &[f64], inv_scale: f64) -> f64 {
+    let largest = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| ((a - b) * inv_scale).abs())
+        .fold(0.0, f64::max);
+    if !(largest > 0.0 && largest.is_finite()) {
+        return largest;
+    }
+    let sum_sq: f64 = x
+        .iter()
+        .zip(y)
+        .map(|(a, b)| {
+            let d = (a - b) * inv_scale / largest;
+            d * d
+        })
+        .sum();
+    largest * sum_sq.sqrt()
+}
+
 impl Matern {
-    /// √(2ν)/ℓ, which turns ‖x − y‖ into z.
+    /// √(2ν), which turns r/ℓ into z.
     #[inline]
     fn z_per_distance(nu: f64) -> f64 {
         (2.0 * nu).sqrt()
+    }
+
+    /// r/ℓ from (r/ℓ)², or recomputed without squares where those underflow.
+    #[inline]
+    fn scaled_distance(&self, x: &[f64], y: &[f64], z_sq: f64) -> f64 {
+        if z_sq < TINY_Z_SQ {
+            tiny_scaled_distance(x, y, self.inv_lengthscale)
+        } else {
+            z_sq.sqrt()
+        }
     }
 }
 
@@ -313,7 +349,8 @@ impl Kernel for Matern {
             Smoothness::ThreeHalves => matern_three_halves(z_sq),
             Smoothness::FiveHalves => matern_five_halves(z_sq),
             Smoothness::General { nu, two_over_gamma } => {
-                matern_general(nu, two_over_gamma, Self::z_per_distance(nu) * z_sq.sqrt())
+                let distance = self.scaled_distance(x, y, z_sq);
+                matern_general(nu, two_over_gamma, Self::z_per_distance(nu) * distance)
             }
         }
     }
@@ -326,8 +363,9 @@ impl Kernel for Matern {
             Smoothness::FiveHalves => map_in_place(out, matern_five_halves),
             Smoothness::General { nu, two_over_gamma } => {
                 let scale = Self::z_per_distance(nu);
-                for v in out.iter_mut() {
-                    *v = matern_general(nu, two_over_gamma, scale * v.sqrt());
+                for (v, x) in out.iter_mut().zip(rows.chunks_exact(y.len())) {
+                    let distance = self.scaled_distance(x, y, *v);
+                    *v = matern_general(nu, two_over_gamma, scale * distance);
                 }
             }
         }
