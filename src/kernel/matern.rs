@@ -199,18 +199,45 @@ fn matern_five_halves(z_sq: f64) -> f64 {
     if s < 745.0 { value } else { 0.0 }
 }
 
-/// k_ν(z) = 2^{1−ν}/Γ(ν) z^ν K_ν(z) for z = √(2ν) r/ℓ ≥ 0 (NaN for NaN), given 2/Γ(ν).
-fn matern_general(nu: f64, two_over_gamma: f64, z: f64) -> f64 {
+/// k_ν(z) = 2^{1−ν}/Γ(ν) z^ν K_ν(z) at z = √(2ν) u for u = r/ℓ ≥ 0 (NaN for NaN), given
+/// 2/Γ(ν).
+fn matern_general(nu: f64, two_over_gamma: f64, u: f64) -> f64 {
+    let z = (2.0 * nu).sqrt() * u;
     if z.is_nan() {
         return f64::NAN;
     }
     if z < TINY_Z {
-        return near_zero(nu, z);
+        return near_zero(nu, u);
     }
     if z >= LARGE_Z {
         return hankel(nu, two_over_gamma, z);
     }
+    if z < 1e-3 && rounds_to_one(nu, z) {
+        return 1.0;
+    }
     product(nu, two_over_gamma, z).unwrap_or_else(|| by_recurrence(nu, z))
+}
+
+/// Whether 1 − k_ν(z) < ε/4, so that k is 1 in double precision, by a bound rather than by
+/// K_ν, whose rounding error near z = 0 (a few 10⁻¹⁴ relative) exceeds 1 − k there.
+///
+/// k = E e^{−a/T} with a = z²/4 and T ~ Gamma(ν, 1) (DLMF 10.32.10), so
+/// 1 − k ≤ E min(1, a/T), which is at most a/(ν − 1) for ν > 1, a^ν/(Γ(ν+1)(1 − ν)) for
+/// ν < 1 (split at T = a), and a(1 + ln(1 + 1/a)) for ν = 1.
+fn rounds_to_one(nu: f64, z: f64) -> bool {
+    // a underflows for z < 10⁻¹⁵⁴, where a^ν with ν < 1 may still be far from 0: logs.
+    let log_a = 2.0 * (0.5 * z).ln();
+    let a = log_a.exp();
+    let bound = if nu > 1.0 {
+        a / (nu - 1.0)
+    } else if nu < 1.0 {
+        (nu * log_a).exp() / (puruspe::gamma(1.0 + nu) * (1.0 - nu))
+    } else if a > 0.0 {
+        a * (1.0 + (1.0 / a).ln_1p())
+    } else {
+        0.0
+    };
+    bound < 0.25 * f64::EPSILON
 }
 
 /// 2/Γ(ν) (z/2)^ν K_ν(z) for TINY_Z ≤ z < LARGE_Z, or `None` where K_ν(z) overflows or
@@ -220,8 +247,12 @@ fn product(nu: f64, two_over_gamma: f64, z: f64) -> Option<f64> {
     let bessel_k = puruspe::besselik(nu, z).1;
     let half_power = (0.5 * z).powf(nu);
     // (z/2)^ν K_ν(z) = Γ(ν) k/2 ≤ Γ(ν)/2 < 10¹⁵⁶: the first product cannot overflow.
-    (bessel_k.is_finite() && half_power >= f64::MIN_POSITIVE)
-        .then(|| half_power * bessel_k * two_over_gamma)
+    let value = half_power * bessel_k * two_over_gamma;
+    // k ≤ 1 (k = E exp(−z²/(4T)), T ~ Gamma(ν, 1)); near z = 0 the three rounded factors can
+    // exceed it by a few 10⁻¹⁵ (puruspe's K_ν(z) carries e^{±ν ln(z/2)}), which would let a
+    // 2 × 2 Gram matrix [[1, k], [k, 1]] turn indefinite. The comparison keeps NaN.
+    let value = if value > 1.0 { 1.0 } else { value };
+    (bessel_k.is_finite() && half_power >= f64::MIN_POSITIVE).then_some(value)
 }
 
 /// Small z where K_ν(z) overflows (ν > 1): k_{m+1} = k_m + z²/(4m(m−1)) k_{m−1} upwards from
@@ -252,16 +283,16 @@ fn by_recurrence(nu: f64, z: f64) -> f64 {
     current
 }
 
-/// z < 10⁻³⁰⁰: k = 1 − Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} for ν < 1 (the neglected terms are
-/// O((z/2)²/(1−ν)) relative, below 10⁻⁵⁸⁰), and 1 for ν ≥ 1 (1 − k = O(z² ln(1/z))).
-fn near_zero(nu: f64, z: f64) -> f64 {
+/// z = √(2ν) u < 10⁻³⁰⁰: k = 1 − Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} for ν < 1 (the neglected terms
+/// are O((z/2)²/(1−ν)) relative, below 10⁻⁵⁸⁰), and 1 for ν ≥ 1 (1 − k = O(z² ln(1/z))).
+fn near_zero(nu: f64, u: f64) -> f64 {
     if nu >= 1.0 {
         return 1.0;
     }
-    // z^{2ν} 2^{−2ν} rather than (z/2)^{2ν}: z/2 loses bits when z is subnormal.
+    // (z/2)^{2ν} = (ν/2)^ν u^{2ν}: z and z/2 would lose bits where they are subnormal.
     let deficit = puruspe::gamma(1.0 - nu) / puruspe::gamma(1.0 + nu)
-        * z.powf(2.0 * nu)
-        * 0.5f64.powf(2.0 * nu);
+        * (0.5 * nu).powf(nu)
+        * u.powf(2.0 * nu);
     1.0 - deficit
 }
 
@@ -323,12 +354,6 @@ fn tiny_scaled_distance(x: &[f64], y: &[f64], inv_scale: f64) -> f64 {
 }
 
 impl Matern {
-    /// √(2ν), which turns r/ℓ into z.
-    #[inline]
-    fn z_per_distance(nu: f64) -> f64 {
-        (2.0 * nu).sqrt()
-    }
-
     /// r/ℓ from (r/ℓ)², or recomputed without squares where those underflow.
     #[inline]
     fn scaled_distance(&self, x: &[f64], y: &[f64], z_sq: f64) -> f64 {
@@ -349,8 +374,7 @@ impl Kernel for Matern {
             Smoothness::ThreeHalves => matern_three_halves(z_sq),
             Smoothness::FiveHalves => matern_five_halves(z_sq),
             Smoothness::General { nu, two_over_gamma } => {
-                let distance = self.scaled_distance(x, y, z_sq);
-                matern_general(nu, two_over_gamma, Self::z_per_distance(nu) * distance)
+                matern_general(nu, two_over_gamma, self.scaled_distance(x, y, z_sq))
             }
         }
     }
@@ -362,10 +386,8 @@ impl Kernel for Matern {
             Smoothness::ThreeHalves => map_in_place(out, matern_three_halves),
             Smoothness::FiveHalves => map_in_place(out, matern_five_halves),
             Smoothness::General { nu, two_over_gamma } => {
-                let scale = Self::z_per_distance(nu);
                 for (v, x) in out.iter_mut().zip(rows.chunks_exact(y.len())) {
-                    let distance = self.scaled_distance(x, y, *v);
-                    *v = matern_general(nu, two_over_gamma, scale * distance);
+                    *v = matern_general(nu, two_over_gamma, self.scaled_distance(x, y, *v));
                 }
             }
         }
@@ -420,8 +442,9 @@ mod tests {
                 } else {
                     1e-12 * (707e12_f64).powf(f64::from(i) / 4000.0)
                 };
-                let reference = closed(z * z / (2.0 * nu));
-                let value = matern_general(nu, two_over_gamma, z);
+                let u = z / (2.0 * nu).sqrt();
+                let reference = closed(u * u);
+                let value = matern_general(nu, two_over_gamma, u);
                 worst = worst.max(((value - reference) / reference).abs());
             }
             assert!(worst < 1e-12, "ν = {nu}: worst relative error {worst:e}");

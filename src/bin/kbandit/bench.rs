@@ -381,8 +381,7 @@ fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
                     }
                     // Warmed afresh for every cell (deterministic given the seed).
                     let kernel = Matern::new(2.5, 0.5).map_err(|e| e.to_string())?;
-                    let (bound, warmup_s) =
-                        warm(kernel, choice, t, args.dims, horizon, args.seed)?;
+                    let (bound, warmup_s) = warm(kernel, choice, t, args.dims, horizon, args.seed)?;
                     let m = time_rounds(
                         choice,
                         bound,
