@@ -60,7 +60,7 @@ enum Smoothness {
 /// - ν = 3/2: (1 + √3 r/ℓ) exp(−√3 r/ℓ)
 /// - ν = 5/2: (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ)
 ///
-/// Any other ν costs one evaluation of K_ν per entry, some 40 times the closed form's cost
+/// Any other ν costs one evaluation of K_ν per entry, some 50 times the closed form's cost
 /// (`benches/kernels.rs`); see the module documentation for the numerics. As ν → ∞ the kernel tends to the RBF kernel
 /// exp(−r²/(2ℓ²)).
 ///
