@@ -2,13 +2,18 @@
 //! Eq. 4.14): closed forms at ν ∈ {1/2, 3/2, 5/2}, the modified Bessel function K_ν otherwise.
 //!
 //! With z = √(2ν) r/ℓ the kernel is k = 2^{1−ν}/Γ(ν) z^ν K_ν(z). K_ν and Γ come from the
-//! `puruspe` crate (Temme's series and Steed's continued fraction, as in Numerical Recipes),
-//! whose kernel values agree with 60-digit `mpmath` to a few 10⁻¹⁵ relative wherever K_ν(z) is
-//! a normal double. Three regions need more than the product of the three factors:
+//! `puruspe` crate (Temme's series and Steed's continued fraction, as in Numerical Recipes).
+//! Against 60-digit `mpmath`, the product of the three factors is within 5·10⁻¹⁵ relative for
+//! 10⁻⁶ ≤ z < 700 wherever K_ν(z) is a normal double, and within 2·10⁻¹⁴ for smaller z (K_ν
+//! carries e^{±ν ln(z/2)}, whose exponent is rounded). Elsewhere it is not used:
 //!
 //! - z < 10⁻³⁰⁰: the leading terms of the ascending series (DLMF 10.31.1),
 //!   k = 1 − Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} for ν < 1 and k = 1 in double precision for ν ≥ 1;
-//!   `puruspe` takes ln(z/2), which is −∞ for subnormal z.
+//!   `puruspe` takes ln(z/2), which is −∞ for subnormal z. For points so close that (r/ℓ)²
+//!   underflows, r/ℓ is computed without squares.
+//! - small z where a bound proves 1 − k < ε/4 (k = E e^{−z²/(4T)}, T ~ Gamma(ν, 1)): exactly 1,
+//!   where K_ν's rounding error would exceed 1 − k. Elsewhere a product above 1 (by rounding)
+//!   is returned as 1, since k ≤ 1.
 //! - small z and larger ν, where K_ν(z) overflows (ν ≳ 35 with k still below 1): the
 //!   three-term recurrence K_{ν+1} = K_{ν−1} + (2ν/z) K_ν (DLMF 10.29.1) written for the
 //!   normalised k_ν, k_{ν+1}(z) = k_ν(z) + z²/(4ν(ν−1)) k_{ν−1}(z), a sum of positive terms
@@ -16,7 +21,8 @@
 //! - z ≥ 700, where K_ν(z) ~ e^{−z} underflows while k is still a normal number (for ν = 20
 //!   up to z ≈ 820): Hankel's expansion K_ν(z) = (π/(2z))^{1/2} e^{−z} Σ_k a_k(ν)/z^k
 //!   (DLMF 10.40.2), truncated at a term k ≥ ν − 1/2 below the rounding error, which bounds
-//!   the remainder (DLMF 10.40(ii)), with e^{−z} applied last in two halves.
+//!   the remainder (DLMF 10.40(ii)), with e^{−z} applied last in two halves; 0 where a bound
+//!   on the logarithm is below −750.
 //!
 //! ν is limited to 100 because 2^{1−ν}/Γ(ν) and (z/2)^ν leave the range of a double soon
 //! after (Γ(ν) overflows at ν ≈ 171.6); by ν = 100 the Matérn kernel is within 2.3·10⁻³ of the
