@@ -42,7 +42,7 @@
 //!
 //! | module | contents |
 //! |---|---|
-//! | [`kernel`] | [`Kernel`](kernel::Kernel) trait; RBF, Matérn ν ∈ {1/2, 3/2, 5/2}, linear (Rasmussen & Williams 2006); output scale, sum, product, coordinate slices |
+//! | [`kernel`] | [`Kernel`](kernel::Kernel) trait; RBF, Matérn of any ν ∈ (0, 100] (closed forms at 1/2, 3/2, 5/2), linear (Rasmussen & Williams 2006); output scale, sum, product, coordinate slices |
 //! | [`posterior`] | the exact GP posterior with incremental Cholesky factors and fixed arm sets; the Nyström-sketched posterior of Calandriello et al. (2019) and Zenati et al. (2022) |
 //! | [`bound`] | the confidence bounds above, all implementing [`ConfidenceBound`](bound::ConfidenceBound); [`BoundKind`](bound::BoundKind) builds any of them by name |
 //! | [`agent`] | [`BanditAgent`](agent::BanditAgent), [`UcbAgent`](agent::UcbAgent), seeded [`RandomAgent`](agent::RandomAgent) |

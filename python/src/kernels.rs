@@ -338,10 +338,13 @@ impl Rbf {
     }
 }
 
-/// The Matérn kernel of smoothness ν ∈ {1/2, 3/2, 5/2} and length-scale ℓ
-/// (Rasmussen & Williams 2006 Eq. 4.14; the closed forms of Eq. 4.16–4.17): with r = ‖x − x′‖,
-/// ν = 1/2: exp(−r/ℓ); ν = 3/2: (1 + √3 r/ℓ) exp(−√3 r/ℓ);
-/// ν = 5/2: (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ).
+/// The Matérn kernel of smoothness ν ∈ (0, 100] and length-scale ℓ
+/// (Rasmussen & Williams 2006 Eq. 4.14): with r = ‖x − x′‖ and z = √(2ν) r/ℓ,
+/// k = 2^{1−ν}/Γ(ν) z^ν K_ν(z), K_ν the modified Bessel function of the second kind.
+/// ν = 1/2, 3/2 and 5/2 use the closed forms (Eq. 4.16–4.17): exp(−r/ℓ),
+/// (1 + √3 r/ℓ) exp(−√3 r/ℓ) and (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ); any other ν costs one
+/// Bessel evaluation per entry. Raises `InvalidParameterError` unless ν is a finite number in
+/// (0, 100].
 #[pyclass(extends = Kernel, frozen, module = "kernel_bandits")]
 #[derive(Debug)]
 pub struct Matern;

@@ -39,6 +39,42 @@ def test_radial_kernels_match_their_closed_forms(kernel, formula, rng):
     np.testing.assert_array_equal(kernel.diag(x), np.ones(7))
 
 
+def matern_by_scipy(nu, lengthscale, r):
+    """2^{1−ν}/Γ(ν) z^ν K_ν(z), z = √(2ν) r/ℓ (Rasmussen & Williams 2006 Eq. 4.14), through
+    scipy's exponentially scaled K_ν (AMOS) and log-gamma, 1 at r = 0."""
+    special = pytest.importorskip("scipy.special")
+    z = np.sqrt(2 * nu) * np.asarray(r, dtype=float) / lengthscale
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_k = (1 - nu) * np.log(2) - special.gammaln(nu) + nu * np.log(z) + np.log(special.kve(nu, z)) - z
+        k = np.exp(log_k)
+    return np.where(z == 0, 1.0, k)
+
+
+@pytest.mark.parametrize("nu", [0.3, 1.0, 2.0, 3.5, 7.5, 15.0])
+def test_matern_of_any_smoothness_matches_scipy(nu, rng):
+    x = np.vstack([rng.random((9, 3)), [[0.2, 0.2, 0.2], [0.2, 0.2, 0.2 + 1e-12]]])
+    y = rng.random((6, 3)) * 4.0
+    k = kb.Matern(nu, 0.3)
+    assert k.nu == nu and k.lengthscale == 0.3
+    # scipy's own error is a few 1e-14 here (AMOS and a log-space product); 1e-12 leaves room.
+    np.testing.assert_allclose(k(x, y), matern_by_scipy(nu, 0.3, distances(x, y)), rtol=1e-12, atol=1e-300)
+    gram = k(x)
+    np.testing.assert_allclose(gram, matern_by_scipy(nu, 0.3, distances(x, x)), rtol=1e-12, atol=1e-300)
+    assert np.array_equal(gram, gram.T)
+    np.testing.assert_array_equal(np.diag(gram), np.ones(len(x)))
+    np.testing.assert_array_equal(k.diag(x), np.ones(len(x)))
+    assert np.linalg.eigvalsh(gram).min() > -len(x) * np.finfo(float).eps
+
+
+def test_matern_seven_halves_is_its_closed_form(rng):
+    # Rasmussen & Williams 2006 Eq. 4.16 with p = 3: (1 + z + 2z²/5 + z³/15) e^{−z}, z = √7 r/ℓ.
+    x, y = rng.random((8, 2)), rng.random((5, 2))
+    z = np.sqrt(7.0) * distances(x, y) / 0.25
+    closed = (1 + z + 0.4 * z**2 + z**3 / 15) * np.exp(-z)
+    np.testing.assert_allclose(kb.Matern(3.5, 0.25)(x, y), closed, rtol=1e-13, atol=1e-300)
+    assert repr(kb.Matern(3.5, 0.25)) == "Matern(nu=3.5, lengthscale=0.25)"
+
+
 def test_kernel_combinators_are_the_algebra_they_name(rng):
     x, y = rng.random((6, 4)), rng.random((3, 4))
     r, m, lin = kb.Rbf(0.5), kb.Matern(2.5, 0.7), kb.Linear(bias=0.25)
@@ -56,7 +92,7 @@ def test_kernel_combinators_are_the_algebra_they_name(rng):
 
 def test_kernels_pickle_to_the_same_kernel(rng):
     x = rng.random((5, 2))
-    for k in [kb.Rbf(0.5), kb.Matern(1.5, 0.2), kb.Linear(1.0), 3.0 * kb.Rbf(0.1) + kb.Matern(0.5, 1.0).on(0, 1)]:
+    for k in [kb.Rbf(0.5), kb.Matern(1.5, 0.2), kb.Matern(3.5, 0.2), kb.Linear(1.0), 3.0 * kb.Rbf(0.1) + kb.Matern(0.5, 1.0).on(0, 1)]:
         back = pickle.loads(pickle.dumps(k))
         assert type(back) is type(k) and back == k and repr(back) == repr(k)
         assert np.array_equal(back(x), k(x))
@@ -69,7 +105,11 @@ def test_kernels_pickle_to_the_same_kernel(rng):
         lambda: kb.Rbf(-1.0),
         lambda: kb.Rbf(float("nan")),
         lambda: kb.Rbf(float("inf")),
-        lambda: kb.Matern(1.0, 0.5),
+        lambda: kb.Matern(0.0, 0.5),
+        lambda: kb.Matern(-1.0, 0.5),
+        lambda: kb.Matern(float("nan"), 0.5),
+        lambda: kb.Matern(float("inf"), 0.5),
+        lambda: kb.Matern(100.5, 0.5),
         lambda: kb.Matern(2.5, 0.0),
         lambda: kb.Linear(bias=-1.0),
         lambda: kb.Rbf(0.5).scaled(0.0),

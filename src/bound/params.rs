@@ -44,13 +44,18 @@ impl Default for BoundParams {
 }
 
 /// The paper's covariance scale for a kernel of smoothness ν (`None`: infinitely smooth) in
-/// dimension d with horizon T: c = 1 for RBF, c = T^{−d/(2d+2ν)} for Matérn (Flynn & Reeb 2024 §7).
+/// dimension d with horizon T: c = 1 for RBF, c = T^{−d/(2d+2ν)} for Matérn of any ν > 0
+/// (Flynn & Reeb 2024 §7).
 ///
 /// # Examples
 /// ```
 /// use kernel_bandits::bound::paper_scale;
+/// use kernel_bandits::kernel::{Kernel, Matern};
 /// assert_eq!(paper_scale(None, 3, 1000), 1.0);
 /// assert!((paper_scale(Some(2.5), 3, 1000) - 1000f64.powf(-3.0 / 11.0)).abs() < 1e-15);
+/// let smoothness = Matern::new(3.5, 0.5)?.smoothness();
+/// assert!((paper_scale(smoothness, 3, 1000) - 1000f64.powf(-3.0 / 13.0)).abs() < 1e-15);
+/// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 pub fn paper_scale(smoothness: Option<f64>, dim: usize, horizon: usize) -> f64 {
     match smoothness {

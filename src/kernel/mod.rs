@@ -10,6 +10,7 @@
 //! | [`Matern`] ν = 1/2 | exp(−r/ℓ) |
 //! | [`Matern`] ν = 3/2 | (1 + √3 r/ℓ) exp(−√3 r/ℓ) |
 //! | [`Matern`] ν = 5/2 | (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ) |
+//! | [`Matern`] any ν ∈ (0, 100] | 2^{1−ν}/Γ(ν) z^ν K_ν(z), z = √(2ν) r/ℓ (R&W Eq. 4.14) |
 //! | [`Linear`] | xᵀx′ + b |
 //!
 //! Combinators: [`Scaled`] (output scale s²), [`Sum`], [`Product`] and [`Sliced`] (a kernel on

@@ -22,6 +22,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
 
+use crate::kernels::KernelName;
 use crate::plot::{Series, loglog_plot};
 
 /// Arguments of `kbandit bench`.
@@ -40,6 +41,13 @@ pub struct BenchArgs {
     /// Input dimension d.
     #[arg(long, default_value_t = 3)]
     dims: usize,
+    /// Kernel (ℓ = 0.5); `--report` times matern52 only.
+    #[arg(long, value_enum, default_value_t = KernelName::Matern52)]
+    kernel: KernelName,
+    /// Matérn smoothness ν ∈ (0, 100] of `--kernel matern` (required there, refused with any
+    /// other kernel).
+    #[arg(long, allow_negative_numbers = true)]
+    nu: Option<f64>,
     /// Offer the same arms every round, declared to the agent (the fixed-arm path).
     #[arg(long)]
     fixed_arms: bool,
@@ -71,16 +79,16 @@ pub struct BenchArgs {
     report_arms: Vec<usize>,
 }
 
-/// The bound on Matérn 5/2 (ℓ = 0.5): the exact ones with the parameters of Flynn & Reeb
-/// (2024 §7) for a horizon of `horizon`; the sketched ones and K-UCB on the same kernel with
-/// λ = 1, β = 1 (BKB q̄ = 2, EK-UCB γ = 1, as in `benches/sketched.rs`).
-fn build(
+/// The bound on `kernel` (Matérn 5/2 with ℓ = 0.5 by default): the exact ones with the
+/// parameters of Flynn & Reeb (2024 §7) for a horizon of `horizon`; the sketched ones and K-UCB
+/// on the same kernel with λ = 1, β = 1 (BKB q̄ = 2, EK-UCB γ = 1, as in `benches/sketched.rs`).
+fn build<K: Kernel>(
+    kernel: K,
     kind: BoundKind,
     dims: usize,
     horizon: usize,
     seed: u64,
-) -> Result<AnyBound<Matern>, Error> {
-    let kernel = Matern::new(2.5, 0.5)?;
+) -> Result<AnyBound<K>, Error> {
     let config = BoundConfig::paper_defaults(&kernel, dims, horizon.max(1))
         .sketch(
             SketchParams::new()
@@ -97,6 +105,9 @@ fn build(
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
     bound: BoundKind,
+    /// The kernel's command-line name, and Matérn's ν.
+    kernel: &'static str,
+    nu: Option<f64>,
     t: usize,
     arms: usize,
     dims: usize,
@@ -132,15 +143,16 @@ fn reward(x: &[f64], rng: &mut ChaCha8Rng) -> f64 {
 }
 
 /// A bound warm-started with `t` observations, and the seconds that took.
-fn warm(
+fn warm<K: Kernel>(
+    kernel: K,
     choice: BoundKind,
     t: usize,
     dims: usize,
     horizon: usize,
     seed: u64,
-) -> Result<(AnyBound<Matern>, f64), String> {
+) -> Result<(AnyBound<K>, f64), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut bound = build(choice, dims, horizon, seed).map_err(|e| e.to_string())?;
+    let mut bound = build(kernel, choice, dims, horizon, seed).map_err(|e| e.to_string())?;
     let data = uniform_points(&mut rng, t, dims);
     let targets: Vec<f64> = data.iter().map(|x| reward(x, &mut rng)).collect();
     let start = Instant::now();
@@ -153,9 +165,10 @@ fn warm(
 
 /// Times rounds of `bound`'s UCB agent (see the module documentation).
 #[allow(clippy::too_many_arguments)]
-fn time_rounds(
+fn time_rounds<K: Kernel>(
     choice: BoundKind,
-    bound: AnyBound<Matern>,
+    bound: AnyBound<K>,
+    (kernel, nu): (KernelName, Option<f64>),
     t: usize,
     arms: usize,
     dims: usize,
@@ -212,6 +225,8 @@ fn time_rounds(
     let quantile = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
     Ok(Measurement {
         bound: choice,
+        kernel: kernel.tag(),
+        nu,
         t,
         arms,
         dims,
@@ -258,11 +273,26 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
     if args.threads == Some(0) {
         return Err("--threads must be at least 1".into());
     }
+    let nu = args.kernel.smoothness(args.nu)?;
     if let Some(path) = &args.report {
+        if args.kernel != KernelName::Matern52 {
+            return Err("--report times matern52 only: leave out --kernel and --nu".into());
+        }
         return with_threads(args.threads, || report(args, path))?;
     }
+    let invalid = |e: Error| e.to_string();
+    match (args.kernel, nu) {
+        (KernelName::Linear, _) => measure(args, Linear::new(), None),
+        (_, Some(nu)) => measure(args, Matern::new(nu, 0.5).map_err(invalid)?, Some(nu)),
+        (_, None) => measure(args, Rbf::new(0.5).map_err(invalid)?, None),
+    }
+}
+
+/// One measurement of `kernel` (Matérn's `nu`), printed as a JSON line.
+fn measure<K: Kernel>(args: &BenchArgs, kernel: K, nu: Option<f64>) -> Result<(), String> {
     let m = with_threads(args.threads, || -> Result<Measurement, String> {
         let (bound, warmup_s) = warm(
+            kernel,
             args.bound,
             args.t,
             args.dims,
@@ -272,6 +302,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         time_rounds(
             args.bound,
             bound,
+            (args.kernel, nu),
             args.t,
             args.arms,
             args.dims,
@@ -349,10 +380,12 @@ fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
                         continue;
                     }
                     // Warmed afresh for every cell (deterministic given the seed).
-                    let (bound, warmup_s) = warm(choice, t, args.dims, horizon, args.seed)?;
+                    let kernel = Matern::new(2.5, 0.5).map_err(|e| e.to_string())?;
+                    let (bound, warmup_s) = warm(kernel, choice, t, args.dims, horizon, args.seed)?;
                     let m = time_rounds(
                         choice,
                         bound,
+                        (KernelName::Matern52, Some(2.5)),
                         t,
                         arms,
                         args.dims,

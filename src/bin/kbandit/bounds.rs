@@ -26,6 +26,10 @@ pub struct BoundsArgs {
     /// Kernel.
     #[arg(long, value_enum)]
     kernel: KernelName,
+    /// Matérn smoothness ν ∈ (0, 100] of `--kernel matern` (required there, refused with any
+    /// other kernel).
+    #[arg(long, allow_negative_numbers = true)]
+    nu: Option<f64>,
     /// Length-scale ℓ (required by every kernel but `linear`).
     #[arg(long, allow_negative_numbers = true)]
     lengthscale: Option<f64>,
@@ -46,6 +50,7 @@ pub struct BoundsArgs {
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
+    let nu = args.kernel.smoothness(args.nu)?;
     let lengthscale = || {
         args.lengthscale.ok_or_else(|| {
             format!(
@@ -55,7 +60,7 @@ fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
         })
     };
     let invalid = |e: Error| format!("--lengthscale: {e}");
-    Ok(match (args.kernel, args.kernel.nu()) {
+    Ok(match (args.kernel, nu) {
         (KernelName::Linear, _) => Box::new(Linear::new()),
         (_, Some(nu)) => Box::new(Matern::new(nu, lengthscale()?).map_err(invalid)?),
         (_, None) => Box::new(Rbf::new(lengthscale()?).map_err(invalid)?),
