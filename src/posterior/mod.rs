@@ -28,3 +28,4 @@ pub use exact::{ExactPosterior, PosteriorBatch};
 pub use fixed::ArmSetInfo;
 pub use health::Health;
 pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};
+pub(crate) use sketched::BatchStart;
