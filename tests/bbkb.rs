@@ -2,6 +2,7 @@
 //! from-scratch recomputation of the DTC/Nyström quantities for the dictionary it ends up
 //! with, against a hand-worked case, and against BKB for C̃ < 1.
 
+use kernel_bandits::bound::BatchFeedback;
 use kernel_bandits::prelude::*;
 use nalgebra::{DMatrix, DVector};
 use rand::rngs::ChaCha8Rng;
@@ -73,7 +74,8 @@ fn close(a: f64, b: f64, tol: f64) -> bool {
 }
 
 /// After every observation, on a sequence with repeated arms: the bound's mean is the dense
-/// Nyström mean of the data up to the batch start, its variance the dense one of all the data,
+/// Nyström mean of the data up to the batch start (of all the data with
+/// [`BatchFeedback::Immediate`]), its variance the dense one of all the data,
 /// for the dictionary in use; the batch's accumulated variance is the dense σ̃²_fb summed over
 /// the batch, and a resampling happens exactly when 1 + Σ σ̃²_fb > C̃.
 #[test]
@@ -89,12 +91,20 @@ fn bbkb_matches_the_dense_reference_after_every_update() {
         .map(|_| vec![rng.random::<f64>(), rng.random::<f64>()])
         .chain(arms.iter().take(3).cloned())
         .collect();
-    for threshold in [1.5, 3.0, 10.0] {
+    let cases = [
+        (1.5, BatchFeedback::AtBatchEnd),
+        (3.0, BatchFeedback::AtBatchEnd),
+        (10.0, BatchFeedback::AtBatchEnd),
+        (3.0, BatchFeedback::Immediate),
+        (10.0, BatchFeedback::Immediate),
+    ];
+    for (threshold, feedback) in cases {
         let params = SketchParams::new()
             .lambda(lambda)
             .beta(beta)
             .qbar(3.0)
-            .batch_threshold(threshold);
+            .batch_threshold(threshold)
+            .batch_feedback(feedback);
         let mut bkb = Bkb::new(kernel, params, 9).unwrap();
         let mut data: Vec<(Vec<f64>, f64)> = Vec::new();
         // Observations up to the current batch start, and the accumulated σ̃²_fb.
@@ -150,7 +160,11 @@ fn bbkb_matches_the_dense_reference_after_every_update() {
                 .iter()
                 .map(|&i| bkb.posterior().point(i).to_vec())
                 .collect();
-            let frozen = Dense::new(kernel, lambda, &anchors, &data[..batch_start]);
+            let fed = match feedback {
+                BatchFeedback::AtBatchEnd => batch_start,
+                _ => data.len(),
+            };
+            let frozen = Dense::new(kernel, lambda, &anchors, &data[..fed]);
             let current = Dense::new(kernel, lambda, &anchors, &data);
             let got = bkb.bounds(&queries).unwrap();
             for (j, q) in queries.iter().enumerate() {

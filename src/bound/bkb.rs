@@ -2,7 +2,7 @@
 //! BBKB (Calandriello et al. 2020).
 
 use super::sketch::sketched_bounds;
-use super::{Bounds, ConfidenceBound, SketchParams};
+use super::{BatchFeedback, Bounds, ConfidenceBound, SketchParams};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::points::Points;
@@ -55,12 +55,17 @@ use crate::rng::SeededRng;
 /// batched BKB needs a fixed β̃: Calandriello et al. (2020)'s theoretical width inflates BKB's
 /// by the batch ratio and is not implemented.
 ///
+/// [`BatchFeedback::Immediate`] lets every target enter the mean at once instead (the
+/// dictionary still changes only at batch ends): Zenati et al. (2022)'s CBBKB, which their
+/// §5 compares in a sequential contextual bandit where feedback comes every round.
+///
 /// Two public implementations differ from the paper; we follow the paper. The authors'
 /// `batch-bkb` (Carratino) resamples with the variances of the batch start rather than the
 /// current ones (and its inclusion probability is q̄σ̃²·count, not 1 − (1 − q̄σ̃²)^count).
 /// Zenati et al.'s CBBKB (criteo-research `Efficient-Kernel-UCB`) feeds every target back at
-/// once, so its mean is not frozen inside a batch, and it accumulates the current variance
-/// σ̃²_{t−1}(x_t) rather than σ̃²_fb(x_t).
+/// once (our [`BatchFeedback::Immediate`]), accumulates the current variance σ̃²_{t−1}(x_t)
+/// rather than σ̃²_fb(x_t) (we keep σ̃²_fb in both modes), and ties its oversampling to the
+/// threshold (q̄ = 10C̃).
 ///
 /// # Examples
 /// ```
@@ -305,9 +310,11 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
 
     /// μ̃ ± β̃σ̃; inside a BBKB batch the mean is the one at the batch start.
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
-        let batch = match &self.batch_start {
-            Some(start) => self.posterior.evaluate_from(points, start)?,
-            None => self.posterior.evaluate(points)?,
+        let batch = match (&self.batch_start, self.params.batch_feedback) {
+            (Some(start), BatchFeedback::AtBatchEnd) => {
+                self.posterior.evaluate_from(points, start)?
+            }
+            _ => self.posterior.evaluate(points)?,
         };
         sketched_bounds(batch, self.width())
     }

@@ -42,7 +42,7 @@ pub use igp::Igp;
 pub use k_ucb::KUcb;
 pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};
 pub use params::{BoundParams, CheckedParams, paper_scale};
-pub use sketch::SketchParams;
+pub use sketch::{BatchFeedback, SketchParams};
 
 pub use crate::posterior::ArmSetInfo;
 

@@ -15,6 +15,7 @@
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
+use kernel_bandits::bound::BatchFeedback;
 use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem};
 use kernel_bandits::prelude::*;
 use serde::Serialize;
@@ -31,13 +32,13 @@ pub struct ContextualArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [EnvChoice::Bump, EnvChoice::Chessboard, EnvChoice::StepDiagonal])]
     envs: Vec<EnvChoice>,
     /// Methods (comma-separated) [default: ek-ucb,bkb,k-ucb,random; with --sweep:
-    /// ek-ucb,bkb,bbkb,k-ucb].
+    /// ek-ucb,bkb,bbkb,cbbkb,k-ucb].
     #[arg(long, value_enum, value_delimiter = ',')]
     methods: Vec<Method>,
-    /// Repetitions per environment [default: 5; with --sweep: 1].
+    /// Repetitions per environment [default: 5; with --sweep: 2].
     #[arg(long)]
     reps: Option<usize>,
-    /// Rounds T per run [default: 2000; with --sweep: 400].
+    /// Rounds T per run [default: 2000; with --sweep: 600].
     #[arg(long)]
     horizon: Option<usize>,
     /// Regulariser λ (also KORS's μ).
@@ -105,8 +106,10 @@ impl EnvChoice {
 enum Method {
     EkUcb,
     Bkb,
-    /// BBKB (Calandriello et al. 2020), Zenati et al.'s CBBKB.
+    /// BBKB (Calandriello et al. 2020): the mean uses a batch's targets when it ends.
     Bbkb,
+    /// Zenati et al.'s CBBKB: BBKB's dictionary schedule, every target used at once.
+    Cbbkb,
     KUcb,
     Random,
 }
@@ -117,6 +120,7 @@ impl Method {
             Self::EkUcb => "ek_ucb",
             Self::Bkb => "bkb",
             Self::Bbkb => "bbkb",
+            Self::Cbbkb => "cbbkb",
             Self::KUcb => "k_ucb",
             Self::Random => "random",
         }
@@ -127,6 +131,7 @@ impl Method {
             Self::EkUcb => "EK-UCB",
             Self::Bkb => "BKB",
             Self::Bbkb => "BBKB",
+            Self::Cbbkb => "CBBKB",
             Self::KUcb => "K-UCB (exact)",
             Self::Random => "Random",
         }
@@ -136,7 +141,7 @@ impl Method {
     fn cost(self) -> u32 {
         match self {
             Self::Bkb => 3,
-            Self::KUcb | Self::Bbkb => 2,
+            Self::KUcb | Self::Bbkb | Self::Cbbkb => 2,
             Self::EkUcb => 1,
             Self::Random => 0,
         }
@@ -156,18 +161,24 @@ const AGENT_LABEL: u64 = 0x61_6765_6e74; // "agent"
 
 impl ContextualArgs {
     fn reps(&self) -> usize {
-        self.reps.unwrap_or(if self.sweep { 1 } else { 5 })
+        self.reps.unwrap_or(if self.sweep { 2 } else { 5 })
     }
 
     fn horizon(&self) -> usize {
-        self.horizon.unwrap_or(if self.sweep { 400 } else { 2000 })
+        self.horizon.unwrap_or(if self.sweep { 600 } else { 2000 })
     }
 
     fn methods(&self) -> Vec<Method> {
         match (self.methods.is_empty(), self.sweep) {
             (false, _) => self.methods.clone(),
             (true, false) => vec![Method::EkUcb, Method::Bkb, Method::KUcb, Method::Random],
-            (true, true) => vec![Method::EkUcb, Method::Bkb, Method::Bbkb, Method::KUcb],
+            (true, true) => vec![
+                Method::EkUcb,
+                Method::Bkb,
+                Method::Bbkb,
+                Method::Cbbkb,
+                Method::KUcb,
+            ],
         }
     }
 }
@@ -220,11 +231,13 @@ fn run_one(
             let trace = play(&problem, &mut agent, horizon)?;
             (trace, Some(agent.bound().dictionary_size()))
         }
-        Method::Bkb | Method::Bbkb => {
-            let sketch = if method == Method::Bbkb {
-                sketch.batch_threshold(config.threshold)
-            } else {
-                sketch
+        Method::Bkb | Method::Bbkb | Method::Cbbkb => {
+            let sketch = match method {
+                Method::Bbkb => sketch.batch_threshold(config.threshold),
+                Method::Cbbkb => sketch
+                    .batch_threshold(config.threshold)
+                    .batch_feedback(BatchFeedback::Immediate),
+                _ => sketch,
             };
             let mut agent = UcbAgent::new(Bkb::new(kernel, sketch, agent_seed)?);
             let trace = play(&problem, &mut agent, horizon)?;
@@ -525,7 +538,7 @@ mod sweep {
         for method in args.methods() {
             match method {
                 Method::Random => out.push(at(method, args.lambda)),
-                Method::Bbkb => {
+                Method::Bbkb | Method::Cbbkb => {
                     for &lambda in &args.lambdas {
                         for &threshold in &args.thresholds {
                             out.push(Config {
@@ -550,7 +563,9 @@ mod sweep {
     /// EK-UCB's μ ≠ λ points apart.
     fn group(config: &Config) -> String {
         match config.method {
-            Method::Bbkb => format!("BBKB C = {}", config.threshold),
+            Method::Bbkb | Method::Cbbkb => {
+                format!("{} C = {}", config.method.title(), config.threshold)
+            }
             Method::EkUcb if config.mu != config.lambda => "EK-UCB, μ ≠ λ".to_string(),
             Method::EkUcb => "EK-UCB, μ = λ".to_string(),
             m => m.title().to_string(),
@@ -658,7 +673,8 @@ mod sweep {
                 let method = config.method;
                 let lambda = (method != Method::Random).then_some(config.lambda);
                 let mu = (method == Method::EkUcb).then_some(config.mu);
-                let threshold = (method == Method::Bbkb).then_some(config.threshold);
+                let batched = matches!(method, Method::Bbkb | Method::Cbbkb);
+                let threshold = batched.then_some(config.threshold);
                 let show = |v: Option<f64>| v.map_or("–".to_string(), |v| v.to_string());
                 let dictionary_cell = dictionary.as_ref().map_or("–".to_string(), |d| {
                     let (mean, std) = mean_std(d.iter().map(|&m| m as f64));
