@@ -519,8 +519,8 @@ fn markdown(args: &ContextualArgs, methods: &[Method], cells: &[CellJson]) -> St
 /// `--sweep`: the regret–time comparisons of Zenati et al. (2022) Figures 1–5 and 7–12.
 mod sweep {
     use super::{
-        Config, ContextualArgs, EnvChoice, Method, Run, announce, derive_seed, mean_std,
-        run_jobs, run_one, write_json,
+        AGENT_LABEL, Config, ContextualArgs, EnvChoice, Method, Run, announce, derive_seed,
+        mean_std, run_jobs, run_one, write_json,
     };
     use crate::plot::{Scatter, scatter_plot};
     use serde::Serialize;
@@ -599,6 +599,9 @@ mod sweep {
         #[serde(skip_serializing_if = "Option::is_none")]
         dictionary_size: Option<Vec<usize>>,
         seeds: Vec<u64>,
+        /// Seed of the sketched methods' generators, per repetition.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        agent_seeds: Option<Vec<u64>>,
     }
 
     #[derive(Debug, Serialize)]
@@ -671,6 +674,9 @@ mod sweep {
                 let (regret_mean, regret_std) = mean_std(regret.iter().copied());
                 let (time_mean, time_std) = mean_std(time.iter().copied());
                 let method = config.method;
+                let seeds: Vec<u64> = (0..reps)
+                    .map(|r| derive_seed(args.run.seed, &[*env as u64, r as u64]))
+                    .collect();
                 let lambda = (method != Method::Random).then_some(config.lambda);
                 let mu = (method == Method::EkUcb).then_some(config.mu);
                 let batched = matches!(method, Method::Bbkb | Method::Cbbkb);
@@ -707,9 +713,11 @@ mod sweep {
                     final_regret: regret,
                     wall_time_s: time,
                     dictionary_size: dictionary,
-                    seeds: (0..reps)
-                        .map(|r| derive_seed(args.run.seed, &[*env as u64, r as u64]))
-                        .collect(),
+                    seeds: seeds.clone(),
+                    agent_seeds: (method != Method::KUcb).then(|| {
+                        let label = [AGENT_LABEL, method as u64];
+                        seeds.iter().map(|&s| derive_seed(s, &label)).collect()
+                    }),
                 });
             }
             let stem = args
