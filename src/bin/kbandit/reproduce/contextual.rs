@@ -443,8 +443,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
         .iter()
         .zip(json.results.chunks(methods.len()))
     {
-        let curves: Vec<Curve<'_>> = args
-            .methods
+        let curves: Vec<Curve<'_>> = methods
             .iter()
             .zip(cells)
             .map(|(m, c)| Curve {
