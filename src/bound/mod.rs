@@ -8,7 +8,7 @@
 //! | DMM-UCB | [`Dmm`] | Flynn & Reeb 2024 §5.4, Cor. 4.3 | min / max over a grid of a of U_a / L_a |
 //! | CMM-UCB | [`Cmm`] | Flynn & Reeb 2024 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
 //! | K-UCB | [`KUcb`] | Calandriello et al. (2019), Zenati et al. (2022) baseline | fixed β on σ = ρ_λ/√λ |
-//! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step |
+//! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step (with [`SketchParams::batch_threshold`]: BBKB, Calandriello et al. (2020) Alg. 1, resampled once per batch) |
 //! | EK-UCB | [`EkUcb`] | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 | β̃ on σ̃, dictionary grown by KORS |
 //!
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
