@@ -182,7 +182,10 @@ fn bbkb_matches_the_dense_reference_after_every_update() {
                 );
             }
         }
-        assert!(batches >= 2 && batches < 80, "C = {threshold}: {batches} batches");
+        assert!(
+            (2..80).contains(&batches),
+            "C = {threshold}: {batches} batches"
+        );
     }
 }
 
@@ -228,9 +231,8 @@ fn a_batch_ends_strictly_above_the_threshold() {
         assert!((got - want).abs() < 1e-14, "{got} vs {want}");
     }
     let variances = [1.0 / 3.0, 0.5, 0.5];
-    for j in 0..3 {
-        let w = b.ucb[j] - b.mean[j];
-        assert!((w * w - variances[j]).abs() < 1e-14);
+    for ((u, m), v) in b.ucb.iter().zip(&b.mean).zip(variances) {
+        assert!(((u - m) * (u - m) - v).abs() < 1e-14);
     }
 
     // A threshold one ulp below 3 ends the batch at x₂ instead.
@@ -268,7 +270,10 @@ fn a_threshold_below_one_is_bkb() {
             bkb.observe(&x, y).unwrap();
             bbkb.observe(&x, y).unwrap();
             assert_eq!(bbkb.posterior().dictionary(), bkb.posterior().dictionary());
-            assert_eq!(bbkb.bounds(&queries).unwrap(), bkb.bounds(&queries).unwrap());
+            assert_eq!(
+                bbkb.bounds(&queries).unwrap(),
+                bkb.bounds(&queries).unwrap()
+            );
         }
         assert_eq!(bbkb.resamplings(), 60);
     }

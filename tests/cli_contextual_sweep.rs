@@ -54,7 +54,10 @@ fn sweep_outputs_have_the_documented_shape_and_match_the_library() {
     let output = kbandit(&args, &dir);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(stdout.contains("| chessboard | CBBKB | 10 | – | 3 |"), "{stdout}");
+    assert!(
+        stdout.contains("| chessboard | CBBKB | 10 | – | 3 |"),
+        "{stdout}"
+    );
     let text = std::fs::read_to_string(dir.join("contextual_sweep.json")).unwrap();
     let json: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
@@ -76,7 +79,9 @@ fn sweep_outputs_have_the_documented_shape_and_match_the_library() {
         let batched = matches!(method, "bbkb" | "cbbkb");
         assert_eq!(point.get("threshold").is_some(), batched, "{method}");
         if let Some(mu) = point.get("mu").and_then(Value::as_f64) {
-            assert!(mu == lambda || (env == "bump" && lambda == 10.0 && [1.0, 100.0].contains(&mu)));
+            assert!(
+                mu == lambda || (env == "bump" && lambda == 10.0 && [1.0, 100.0].contains(&mu))
+            );
         }
         let sketched = method != "k_ucb";
         assert_eq!(point.get("dictionary_size").is_some(), sketched);
@@ -103,9 +108,12 @@ fn sweep_outputs_have_the_documented_shape_and_match_the_library() {
                 .batch_feedback(feedback);
             let seed = point["seeds"][1].as_u64().unwrap();
             let agent_seed = point["agent_seeds"][1].as_u64().unwrap();
-            let problem =
-                ContextualProblem::new(ContextualEnv::Chessboard, ContextualConfig::default(), seed)
-                    .unwrap();
+            let problem = ContextualProblem::new(
+                ContextualEnv::Chessboard,
+                ContextualConfig::default(),
+                seed,
+            )
+            .unwrap();
             let bound = Bkb::new(Rbf::new(0.1).unwrap(), params, agent_seed).unwrap();
             let mut agent = UcbAgent::new(bound);
             let trace = problem.run(&mut agent, HORIZON).unwrap();

@@ -232,7 +232,11 @@ impl<K: Kernel> Bkb<K> {
     /// 1 + Σ σ̃²_fb(x_s) > C̃.
     fn observe_batched(&mut self, x: &[f64], y: f64, threshold: f64) -> Result<()> {
         let before = self.posterior.len();
-        let saved = (self.batch_start.clone(), self.batch_variance, self.batch_len);
+        let saved = (
+            self.batch_start.clone(),
+            self.batch_variance,
+            self.batch_len,
+        );
         let score = match &self.batch_start {
             Some(start) => {
                 let prior = self.posterior.check_observation(x, y)?;
@@ -344,8 +348,7 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
         self.posterior.truncate(len);
         self.refresh_played_variance();
         if self.params.batch_threshold.is_some() {
-            self.batch_start =
-                (!self.posterior.is_empty()).then(|| self.posterior.batch_start());
+            self.batch_start = (!self.posterior.is_empty()).then(|| self.posterior.batch_start());
             self.batch_variance = 0.0;
             self.batch_len = 0;
         }

@@ -205,14 +205,14 @@ impl SketchParams {
                 positive(name, value)?;
             }
         }
-        if let Some(threshold) = self.batch_threshold {
-            if !(threshold.is_finite() && threshold >= 0.0) {
-                return Err(Error::InvalidParameter {
-                    name: "batch_threshold",
-                    value: threshold,
-                    expected: "a finite number >= 0",
-                });
-            }
+        if let Some(threshold) = self.batch_threshold
+            && !(threshold.is_finite() && threshold >= 0.0)
+        {
+            return Err(Error::InvalidParameter {
+                name: "batch_threshold",
+                value: threshold,
+                expected: "a finite number >= 0",
+            });
         }
         if self.horizon == Some(0) {
             return Err(Error::InvalidParameter {

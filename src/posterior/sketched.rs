@@ -131,6 +131,7 @@ pub(crate) struct BatchStart {
 impl BatchStart {
     /// Whether this start fits a dictionary of `m` anchors, with finite entries and positive
     /// pivots (for snapshot checks).
+    #[cfg(feature = "serde")]
     pub(crate) fn fits(&self, m: usize) -> bool {
         self.weights.len() == m
             && (self.chol_v.nrows(), self.chol_v.ncols()) == (m, m)
@@ -678,11 +679,7 @@ impl<K: Kernel> SketchedPosterior<K> {
 
     /// [`SketchedPosterior::evaluate`] with the mean μ̃(x) = z(x)ᵀ`weights` (`weights` of the
     /// current dictionary's size) and the current variance.
-    fn evaluate_with_weights(
-        &self,
-        points: &Points<'_>,
-        weights: &[f64],
-    ) -> Result<SketchedBatch> {
+    fn evaluate_with_weights(&self, points: &Points<'_>, weights: &[f64]) -> Result<SketchedBatch> {
         let count = points.len();
         if count == 0 {
             return Ok(SketchedBatch::default());
@@ -716,12 +713,7 @@ impl<K: Kernel> SketchedPosterior<K> {
         }
         solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
         let mean = (0..count)
-            .map(|j| {
-                dot(
-                    block.col(j).try_as_col_major().unwrap().as_slice(),
-                    weights,
-                )
-            })
+            .map(|j| dot(block.col(j).try_as_col_major().unwrap().as_slice(), weights))
             .collect();
         let variance = self.variances(&prior, block);
         Ok(SketchedBatch { mean, variance })

@@ -334,7 +334,10 @@ fn check_args(args: &ContextualArgs) -> Result<(), String> {
         }
     }
     let thresholds = args.thresholds.iter().chain([&args.threshold]);
-    if let Some(v) = thresholds.into_iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+    if let Some(v) = thresholds
+        .into_iter()
+        .find(|v| !(v.is_finite() && **v >= 0.0))
+    {
         return fail(&format!("threshold {v} is not finite and non-negative"));
     }
     if args.sweep && (args.lambdas.is_empty() || args.thresholds.is_empty()) {
@@ -407,10 +410,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
             cells.push(CellJson {
                 env: env.env().name(),
                 method: method.tag(),
-                final_regret: reps
-                    .iter()
-                    .map(|r| r.cumulative[horizon - 1])
-                    .collect(),
+                final_regret: reps.iter().map(|r| r.cumulative[horizon - 1]).collect(),
                 wall_time_s: reps.iter().map(|r| r.elapsed[horizon - 1]).collect(),
                 dictionary_size: reps.iter().map(|r| r.dictionary_size).collect(),
                 seeds: (0..args.reps())
@@ -424,8 +424,8 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
     }
     print!("{}", markdown(args, &methods, &cells));
     let json = ContextualJson {
-        horizon: horizon,
-        reps: reps,
+        horizon,
+        reps,
         seed: args.run.seed,
         lambda: args.lambda,
         beta: args.beta,
@@ -438,11 +438,7 @@ pub fn run(args: &ContextualArgs) -> Result<(), String> {
     let json_path = args.run.out.join("contextual.json");
     write_json(&json_path, &json)?;
     let mut plots = Vec::new();
-    for (env, cells) in args
-        .envs
-        .iter()
-        .zip(json.results.chunks(methods.len()))
-    {
+    for (env, cells) in args.envs.iter().zip(json.results.chunks(methods.len())) {
         let curves: Vec<Curve<'_>> = methods
             .iter()
             .zip(cells)
@@ -551,7 +547,10 @@ mod sweep {
             }
             if method == Method::EkUcb && env == EnvChoice::Bump && args.lambdas.contains(&10.0) {
                 for &mu in args.extra_mus.iter().filter(|&&mu| mu != 10.0) {
-                    out.push(Config { mu, ..at(method, 10.0) });
+                    out.push(Config {
+                        mu,
+                        ..at(method, 10.0)
+                    });
                 }
             }
         }
@@ -727,7 +726,10 @@ mod sweep {
                 "{}: final regret vs running time, T = {horizon}, mean over {reps} repetitions",
                 env.title()
             );
-            let desc = ("running time per run (s, log scale)", "cumulative regret at T");
+            let desc = (
+                "running time per run (s, log scale)",
+                "cumulative regret at T",
+            );
             scatter_plot(&stem, &title, desc, &series)?;
             plots.push(stem);
         }
