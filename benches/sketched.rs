@@ -87,13 +87,16 @@ fn sketched_rounds(c: &mut Criterion) {
         let bkb = Bkb::new(kernel, params(), 1).unwrap();
         let bkb = bench_bound(&mut group, "bkb", bkb, t, &arms, &mut rng);
         let bbkb = Bkb::new(kernel, params().batch_threshold(10.0), 1).unwrap();
-        bench_bound(&mut group, "bbkb_c10", bbkb, t, &arms, &mut rng);
+        let bbkb = bench_bound(&mut group, "bbkb_c10", bbkb, t, &arms, &mut rng);
         let ek = EkUcb::new(kernel, params(), 1).unwrap();
         let ek = bench_bound(&mut group, "ek_ucb", ek, t, &arms, &mut rng);
         eprintln!(
-            "t = {t}: dictionary sizes BKB {} (of {} distinct arms played), EK-UCB {}",
+            "t = {t}: dictionary sizes BKB {} (of {} distinct arms played), BBKB {} \
+             ({} resamplings), EK-UCB {}",
             bkb.dictionary_size(),
             bkb.posterior().distinct(),
+            bbkb.dictionary_size(),
+            bbkb.resamplings(),
             ek.dictionary_size()
         );
     }
