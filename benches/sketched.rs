@@ -1,5 +1,6 @@
 //! UCB rounds (select over a fixed set of 1000 arms, then update) for the sketched bounds
-//! BKB and EK-UCB at t ∈ {1000, 10 000}: d = 3, RBF ℓ = 0.5, λ = 1, fixed β̃ = 1 (the Calandriello et al. (2019)
+//! BKB, BBKB (Calandriello et al. 2020, batch threshold C̃ = 10) and EK-UCB at
+//! t ∈ {1000, 10 000}: d = 3, RBF ℓ = 0.5, λ = 1, fixed β̃ = 1 (the Calandriello et al. (2019)
 //! and 003's practice), BKB's q̄ = 2, EK-UCB's μ = λ and γ = 1. The claim to check: once the
 //! dictionary has settled, the cost of a round does not grow with t.
 //!
@@ -85,12 +86,17 @@ fn sketched_rounds(c: &mut Criterion) {
         let kernel = Rbf::new(0.5).unwrap();
         let bkb = Bkb::new(kernel, params(), 1).unwrap();
         let bkb = bench_bound(&mut group, "bkb", bkb, t, &arms, &mut rng);
+        let bbkb = Bkb::new(kernel, params().batch_threshold(10.0), 1).unwrap();
+        let bbkb = bench_bound(&mut group, "bbkb_c10", bbkb, t, &arms, &mut rng);
         let ek = EkUcb::new(kernel, params(), 1).unwrap();
         let ek = bench_bound(&mut group, "ek_ucb", ek, t, &arms, &mut rng);
         eprintln!(
-            "t = {t}: dictionary sizes BKB {} (of {} distinct arms played), EK-UCB {}",
+            "t = {t}: dictionary sizes BKB {} (of {} distinct arms played), BBKB {} \
+             ({} resamplings), EK-UCB {}",
             bkb.dictionary_size(),
             bkb.posterior().distinct(),
+            bbkb.dictionary_size(),
+            bbkb.resamplings(),
             ek.dictionary_size()
         );
     }

@@ -35,7 +35,7 @@
 //! | DMM-UCB | [`Dmm`](bound::Dmm) | Flynn & Reeb (2024) §5.4 |
 //! | CMM-UCB | [`Cmm`](bound::Cmm) | Flynn & Reeb (2024) §4.3, Thm 4.5, Eq. 12 |
 //! | K-UCB | [`KUcb`](bound::KUcb) | exact baseline of Calandriello et al. (2019) and Zenati et al. (2022) |
-//! | BKB | [`Bkb`](bound::Bkb) | Calandriello et al. (2019) Alg. 1, Thm 2 |
+//! | BKB | [`Bkb`](bound::Bkb) | Calandriello et al. (2019) Alg. 1, Thm 2; batched (BBKB): Calandriello et al. (2020) Alg. 1 |
 //! | EK-UCB | [`EkUcb`](bound::EkUcb) | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 |
 //!
 //! # Modules

@@ -157,6 +157,8 @@ fn cmm_continues_bit_identically_with_its_cached_eigendecompositions() {
 fn sketched_bounds_continue_bit_identically_with_their_generators() {
     check_ucb(|| Bkb::new(kernel(), sketch(), 7).unwrap());
     check_ucb(|| EkUcb::new(kernel(), sketch(), 7).unwrap());
+    // BBKB (snapshots taken mid-batch: the frozen mean must survive).
+    check_ucb(|| Bkb::new(kernel(), sketch().beta(1.0).batch_threshold(3.0), 7).unwrap());
 }
 
 #[test]

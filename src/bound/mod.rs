@@ -9,7 +9,7 @@
 //! | CMM-UCB | [`Cmm`] | Flynn & Reeb 2024 §4.3, Thm 4.5, Eq. 12 | min / max over all a > 0 (exact) |
 //! | GP-UCB | [`GpUcb`] | Chowdhury & Gopalan (2017) Thm 2, as the baselines of Iwazaki & Takeno 2025 §6 use it | B + (σ/√λ)√(2(γ + 1 + ln 1/δ)), γ fixed or ½ ld_λ ([`InformationGain`]) |
 //! | K-UCB | [`KUcb`] | Calandriello et al. (2019), Zenati et al. (2022) baseline | fixed β on σ = ρ_λ/√λ |
-//! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step |
+//! | BKB | [`Bkb`] | Calandriello et al. (2019) Alg. 1, Thm 2 | β̃ on the sketched σ̃, dictionary resampled each step (with [`SketchParams::batch_threshold`]: BBKB, Calandriello et al. (2020) Alg. 1, resampled once per batch) |
 //! | EK-UCB | [`EkUcb`] | Zenati et al. (2022) Alg. 2, Prop. 4.2, Lemma 4.1 | β̃ on σ̃, dictionary grown by KORS |
 //!
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
@@ -45,7 +45,7 @@ pub use igp::Igp;
 pub use k_ucb::KUcb;
 pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};
 pub use params::{BoundParams, CheckedParams, paper_scale};
-pub use sketch::SketchParams;
+pub use sketch::{BatchFeedback, SketchParams};
 
 pub use crate::posterior::ArmSetInfo;
 

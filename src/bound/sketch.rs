@@ -17,6 +17,8 @@ use crate::posterior::SketchedBatch;
 /// | `epsilon` (ε) | 0.5 | (0, 1) | sketch accuracy; α = (1 + ε)/(1 − ε) |
 /// | `horizon` (T) | — | ≥ 1 | derives BKB's q̄ and EK-UCB's γ when they are not set |
 /// | `qbar` (q̄, BKB) | 6α ln(4T/δ)/ε² | (0, ∞) | BKB inclusion: p = min(1, q̄σ̃²) (Calandriello et al. 2019 Thm 1) |
+/// | `batch_threshold` (C̃, BKB) | none: one point per batch | [0, ∞) | BBKB: a batch ends once 1 + Σ σ̃²_fb(x_s) > C̃ (Calandriello et al. 2020 Alg. 1); C̃ < 1 is BKB |
+/// | `batch_feedback` (BKB) | [`BatchFeedback::AtBatchEnd`] | — | BBKB: whether the mean uses a batch's targets only when it ends (Calandriello et al. 2020) or at once (Zenati et al. 2022's CBBKB) |
 /// | `mu` (μ, EK-UCB) | λ | (0, ∞) | KORS regulariser (Zenati et al. 2022 App. E.3) |
 /// | `gamma` (γ, EK-UCB) | 12 ln(T/δ) | (0, ∞) | KORS budget: p = min(1, γτ̃) (Zenati et al. 2022 Prop. 4.1) |
 ///
@@ -42,6 +44,29 @@ pub struct SketchParams {
     pub(crate) qbar: Option<f64>,
     pub(crate) mu: Option<f64>,
     pub(crate) gamma: Option<f64>,
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(crate) batch_threshold: Option<f64>,
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(crate) batch_feedback: BatchFeedback,
+}
+
+/// When a batched BKB (BBKB, [`SketchParams::batch_threshold`]) lets its mean use the targets
+/// of the current batch. The dictionary is resampled at batch ends either way, and the
+/// variance always includes the batch's points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(rename_all = "kebab-case")
+)]
+pub enum BatchFeedback {
+    /// Calandriello et al. (2020) Alg. 1: inside a batch the mean stays μ̃_fb, the one at the
+    /// batch start, as if the batch's feedback arrived together at its end.
+    #[default]
+    AtBatchEnd,
+    /// Zenati et al. (2022)'s contextual CBBKB (their code): every target enters the mean at
+    /// once, with the dictionary fixed until the batch ends.
+    Immediate,
 }
 
 impl Default for SketchParams {
@@ -64,6 +89,8 @@ impl SketchParams {
             qbar: None,
             mu: None,
             gamma: None,
+            batch_threshold: None,
+            batch_feedback: BatchFeedback::AtBatchEnd,
         }
     }
 
@@ -127,6 +154,21 @@ impl SketchParams {
         self
     }
 
+    /// Turns BKB into BBKB (Calandriello et al. 2020 Alg. 1) with batch threshold C̃: the
+    /// dictionary is resampled only when the variance accumulated since the last resampling,
+    /// 1 + Σ σ̃²_fb(x_s), exceeds C̃ (see [`super::Bkb`]). C̃ < 1 resamples after every
+    /// observation, which is BKB.
+    pub fn batch_threshold(mut self, threshold: f64) -> Self {
+        self.batch_threshold = Some(threshold);
+        self
+    }
+
+    /// Sets when a batched BKB's mean uses the batch's targets (see [`BatchFeedback`]).
+    pub fn batch_feedback(mut self, feedback: BatchFeedback) -> Self {
+        self.batch_feedback = feedback;
+        self
+    }
+
     /// α = (1 + ε)/(1 − ε).
     pub(crate) fn alpha(&self) -> f64 {
         (1.0 + self.epsilon) / (1.0 - self.epsilon)
@@ -137,7 +179,8 @@ impl SketchParams {
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] if λ, β̃, σ, B, q̄, μ or γ is not finite and positive, if δ
-    /// or ε ∉ (0, 1), or if the horizon is 0.
+    /// or ε ∉ (0, 1), if the horizon is 0, or if the batch threshold C̃ is negative or not
+    /// finite.
     ///
     /// # Examples
     /// ```
@@ -161,6 +204,15 @@ impl SketchParams {
             if let Some(value) = value {
                 positive(name, value)?;
             }
+        }
+        if let Some(threshold) = self.batch_threshold
+            && !(threshold.is_finite() && threshold >= 0.0)
+        {
+            return Err(Error::InvalidParameter {
+                name: "batch_threshold",
+                value: threshold,
+                expected: "a finite number >= 0",
+            });
         }
         if self.horizon == Some(0) {
             return Err(Error::InvalidParameter {

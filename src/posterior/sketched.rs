@@ -116,6 +116,32 @@ pub struct SketchedBatch {
     pub variance: Vec<f64>,
 }
 
+/// A [`SketchedPosterior`]'s mean weights and V factor at the start of a BBKB batch (see
+/// [`SketchedPosterior::batch_start`]).
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct BatchStart {
+    /// V_fb⁻¹Φ_fbᵀy_fb: μ̃_fb(x) = z(x)ᵀ·weights.
+    weights: Vec<f64>,
+    /// Cholesky factor of V_fb.
+    #[cfg_attr(feature = "serde", serde(with = "crate::snapshot::growing_mat"))]
+    chol_v: Mat<f64>,
+}
+
+impl BatchStart {
+    /// Whether this start fits a dictionary of `m` anchors, with finite entries and positive
+    /// pivots (for snapshot checks).
+    #[cfg(feature = "serde")]
+    pub(crate) fn fits(&self, m: usize) -> bool {
+        self.weights.len() == m
+            && (self.chol_v.nrows(), self.chol_v.ncols()) == (m, m)
+            && self.weights.iter().all(|v| v.is_finite())
+            && (0..m).all(|j| {
+                self.chol_v[(j, j)] > 0.0 && self.chol_v.col(j).iter().all(|v| v.is_finite())
+            })
+    }
+}
+
 /// The state of Zenati et al. (2022, Prop. 4.2), recomputed from the factors: see
 /// [`SketchedPosterior::nystrom_state`].
 #[derive(Debug, Clone, PartialEq)]
@@ -648,6 +674,12 @@ impl<K: Kernel> SketchedPosterior<K> {
     /// [`Error::DimensionMismatch`] for points of the wrong dimension, [`Error::NonFinite`] for
     /// a non-finite kernel value.
     pub fn evaluate(&self, points: &Points<'_>) -> Result<SketchedBatch> {
+        self.evaluate_with_weights(points, &self.weights)
+    }
+
+    /// [`SketchedPosterior::evaluate`] with the mean μ̃(x) = z(x)ᵀ`weights` (`weights` of the
+    /// current dictionary's size) and the current variance.
+    fn evaluate_with_weights(&self, points: &Points<'_>, weights: &[f64]) -> Result<SketchedBatch> {
         let count = points.len();
         if count == 0 {
             return Ok(SketchedBatch::default());
@@ -681,12 +713,7 @@ impl<K: Kernel> SketchedPosterior<K> {
         }
         solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
         let mean = (0..count)
-            .map(|j| {
-                dot(
-                    block.col(j).try_as_col_major().unwrap().as_slice(),
-                    &self.weights,
-                )
-            })
+            .map(|j| dot(block.col(j).try_as_col_major().unwrap().as_slice(), weights))
             .collect();
         let variance = self.variances(&prior, block);
         Ok(SketchedBatch { mean, variance })
@@ -755,6 +782,35 @@ impl<K: Kernel> SketchedPosterior<K> {
             self.set_dictionary(&[])
                 .expect("an empty dictionary needs no kernel value");
         }
+    }
+
+    /// The state at the start of a batch of BBKB (Calandriello et al. 2020 Alg. 1): the mean
+    /// weights V⁻¹Φᵀy and V's factor, kept while later points of the batch enter V.
+    pub(crate) fn batch_start(&self) -> BatchStart {
+        BatchStart {
+            weights: self.weights.clone(),
+            chol_v: self.chol_v.clone(),
+        }
+    }
+
+    /// μ̃_fb (the mean frozen at `start`) and the current σ̃² at each point: BBKB's UCB inputs
+    /// inside a batch. `start` must come from [`SketchedPosterior::batch_start`] under the
+    /// current dictionary.
+    ///
+    /// # Errors
+    /// As [`SketchedPosterior::evaluate`].
+    pub(crate) fn evaluate_from(
+        &self,
+        points: &Points<'_>,
+        start: &BatchStart,
+    ) -> Result<SketchedBatch> {
+        self.evaluate_with_weights(points, &start.weights)
+    }
+
+    /// σ̃²_fb(x), the variance at the batch start, from k(x, x) and z(x).
+    pub(crate) fn variance_at_start(&self, start: &BatchStart, prior: f64, z: &[f64]) -> f64 {
+        let whitened = forward(start.chol_v.as_ref(), z);
+        (prior - dot(z, z)).max(0.0) / self.lambda + dot(&whitened, &whitened)
     }
 
     /// Zenati et al. (2022, Prop. 4.2): Λ = (K_ZS K_SZ + λK_ZZ)⁻¹, Γ = K_ZS Y and K_ZZ⁻¹ (anchors in

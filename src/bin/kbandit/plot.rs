@@ -159,6 +159,55 @@ pub fn loglog_plot(
     fig.render(stem)
 }
 
+/// One series of a [`scatter_plot`]: points `(x, y, note)` drawn as dots of one colour, each
+/// with its note written beside it.
+#[derive(Debug, Clone)]
+pub struct Scatter {
+    /// Legend label.
+    pub label: String,
+    /// The points and their notes.
+    pub points: Vec<(f64, f64, String)>,
+}
+
+/// Paper-003-Figures-1–5 style scatter: one dot per configuration (e.g. final regret against
+/// running time), coloured by series and annotated with its note, on a logarithmic x-axis and
+/// a linear y-axis from 0, a legend and `title`; `desc` names the axes. Writes `stem.png` and
+/// `stem.svg`. Points with a non-positive or non-finite x are left out.
+pub fn scatter_plot(
+    stem: &Path,
+    title: &str,
+    desc: (&str, &str),
+    series: &[Scatter],
+) -> Result<(), String> {
+    let keep = |p: &&(f64, f64, String)| p.0 > 0.0 && p.0.is_finite() && p.1.is_finite();
+    let all: Vec<(f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().filter(keep).map(|p| (p.0, p.1)))
+        .collect();
+    let (Some(xr), Some(yr)) = (
+        range(all.iter().map(|p| p.0)),
+        range(all.iter().map(|p| p.1)),
+    ) else {
+        return Err(format!("{}: nothing to plot", stem.display()));
+    };
+    let mut fig = Figure::default();
+    (fig.title, fig.desc) = (title, desc);
+    for (i, s) in series.iter().enumerate() {
+        let pts: Vec<&(f64, f64, String)> = s.points.iter().filter(keep).collect();
+        fig.marks
+            .push((colour(i), pts.iter().map(|p| (p.0, p.1)).collect()));
+        for p in pts {
+            fig.notes.push((colour(i), (p.0, p.1), p.2.clone()));
+        }
+        fig.legend.push((&s.label, colour(i), Mark::Dot));
+    }
+    fig.log_x = true;
+    fig.x = xr.0 / 2.0..xr.1 * 2.0;
+    let bottom = yr.0.min(0.0);
+    fig.y = bottom..yr.1.max(bottom + 1e-9) * 1.1;
+    fig.render(stem)
+}
+
 /// Paper-001-Figure-1 style plot: the true function f over the grid `xs` (black line), the
 /// observations as dots, and for each band its UCB and LCB as two lines of one colour with a
 /// light fill between, a legend (right of the axes), axes "x" and "f(x)", and `title`. Writes
@@ -231,6 +280,8 @@ struct Figure<'a> {
     dots: Points,
     /// Coloured dots on the lines' data points.
     marks: Vec<(RGBColor, Points)>,
+    /// Coloured text beside a data point.
+    notes: Vec<(RGBColor, (f64, f64), String)>,
     legend: Vec<(&'a str, RGBColor, Mark)>,
 }
 
@@ -287,10 +338,15 @@ impl Figure<'_> {
         }
         let x = RangedCoordf64::from(self.x.clone());
         match (self.log_x, self.log_y) {
-            (true, _) => self.axes(
+            (true, true) => self.axes(
                 &axes,
                 LogCoord::from(self.x.clone().log_scale()),
                 LogCoord::from(self.y.clone().log_scale()),
+            ),
+            (true, false) => self.axes(
+                &axes,
+                LogCoord::from(self.x.clone().log_scale()),
+                RangedCoordf64::from(self.y.clone()),
             ),
             (false, true) => self.axes(&axes, x, LogCoord::from(self.y.clone().log_scale())),
             (false, false) => self.axes(&axes, x, RangedCoordf64::from(self.y.clone())),
@@ -336,6 +392,11 @@ impl Figure<'_> {
         for (c, pts) in &self.marks {
             let inside = pts.iter().filter(|p| (lo..=hi).contains(&p.1));
             chart.draw_series(inside.map(|&p| Circle::new(p, 4, c.filled())))?;
+        }
+        for (c, at, text) in &self.notes {
+            let style = TextStyle::from((FONT, 13).into_font()).color(c);
+            let note = EmptyElement::at(*at) + Text::new(text.clone(), (6, -16), style);
+            chart.draw_series([note])?;
         }
         let dots = self.dots.iter().filter(|p| (lo..=hi).contains(&p.1));
         chart.draw_series(dots.map(|&p| Circle::new(p, 4, BLACK.filled())))?;
