@@ -487,3 +487,66 @@ mod snapshots {
         assert!(Matern::from_json(&resaved).is_err());
     }
 }
+
+/// Found by an independent review: at ν ≳ 30 and z ~ 10⁻⁷ the order recurrence started from
+/// rounded values and returned 1 + a few ulps, so the 2 × 2 Gram matrix of two points that
+/// close had a negative eigenvalue. The reviewer's two cases (mpmath at 60 digits: k =
+/// 0.99999999999999992974 and 0.999999999999999936, both below 1), then a sweep of that band.
+#[test]
+fn the_order_recurrence_never_exceeds_one_near_zero() {
+    for (nu, r) in [
+        (60.5, 1.175_608_987_602_022_6e-8),
+        (40.0, 1.117_133_277_768_185_6e-8),
+    ] {
+        let kernel = Matern::new(nu, 1.0).unwrap();
+        let k = kernel.eval(&[0.0], &[r]);
+        assert!(k <= 1.0, "ν = {nu}, r = {r:e}: k = {k:?}");
+        let gram = kernel.gram(&[[0.0], [r]].as_points().unwrap()).unwrap();
+        assert!(
+            smallest_eigenvalue(&gram) >= 0.0,
+            "ν = {nu}: the 2 × 2 Gram matrix is indefinite"
+        );
+    }
+    let mut seen = 0;
+    for i in 0..40 {
+        let nu = 30.0 + 1.75 * f64::from(i);
+        let kernel = Matern::new(nu, 1.0).unwrap();
+        for j in 0..60 {
+            // z from 10⁻⁸ to 10⁻⁵, where the recurrence takes over from the product.
+            let z = 10f64.powf(-8.0 + 3.0 * f64::from(j) / 59.0);
+            let r = z / (2.0 * nu).sqrt();
+            let k = kernel.eval(&[0.0], &[r]);
+            assert!(k <= 1.0, "ν = {nu}, z = {z:e}: k = {k:?}");
+            seen += usize::from(k < 1.0);
+        }
+    }
+    // The band is not all exact ones (where the proof of 1 − k < ε/4 returns 1).
+    assert!(seen > 100, "only {seen} values below 1");
+}
+
+/// Found by an independent review: for tiny ν and z < 10⁻³⁰⁰ the series value
+/// 1 − Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} cancelled (its second term is close to 1), returning 0 at
+/// ν = 10⁻²⁰ where the kernel is 1.38·10⁻¹⁷ — and less than at a farther pair. References from
+/// mpmath at 60 digits, computed as in [`REFERENCE`] with ℓ = 1.
+#[test]
+fn tiny_smoothness_near_zero_keeps_its_digits() {
+    #[allow(clippy::excessive_precision)]
+    let cases: [(f64, f64, f64); 5] = [
+        (1e-20, 7e-291, 1.381_803_121_535_061_669_5e-17),
+        (1e-20, 1e-290, 1.381_089_771_647_184_204_6e-17),
+        (1e-10, 1e-296, 1.385_694_845_825_653_275_3e-7),
+        (1e-6, 5.649e-301, 0.001_395_073_474_322_444_206_7),
+        (1e-3, 1e-305, 0.756_106_439_678_507_172_12),
+    ];
+    for (nu, r, want) in cases {
+        let got = Matern::new(nu, 1.0).unwrap().eval(&[0.0], &[r]);
+        let error = ((got - want) / want).abs();
+        assert!(
+            error < 1e-13,
+            "ν = {nu:e}, r = {r:e}: got {got:e}, want {want:e} (relative error {error:e})"
+        );
+    }
+    // The closer pair (on the series branch) is not below the farther one (on the product).
+    let kernel = Matern::new(1e-20, 1.0).unwrap();
+    assert!(kernel.eval(&[0.0], &[7e-291]) >= kernel.eval(&[0.0], &[1e-290]));
+}
