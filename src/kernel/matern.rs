@@ -309,7 +309,7 @@ fn near_zero(nu: f64, u: f64) -> f64 {
         // the difference, and the first neglected one, 2ζ(7)ν⁷/7, is below 10⁻¹⁸ of 2γν.
         const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
         const ZETA_3: f64 = 1.202_056_903_159_594_3;
-        const ZETA_5: f64 = 1.036_927_755_143_369_9;
+        const ZETA_5: f64 = 1.036_927_755_143_37;
         let nu_sq = nu * nu;
         nu * (2.0 * EULER_GAMMA + nu_sq * (2.0 / 3.0 * ZETA_3 + nu_sq * 0.4 * ZETA_5))
     } else {
