@@ -10,7 +10,7 @@
 //! kbandit reproduce table1 [--reps 10] [--out results]
 //! kbandit reproduce bands [--out results]
 //! kbandit reproduce contextual [--reps 5] [--out results]
-//! kbandit reproduce loose [--assumed-sigma 0.1,0.2] [--assumed-norm 10,20] [--reps 5] [--out results]
+//! kbandit reproduce loose [--assumed-sigma 0.1,0.2] [--assumed-norm 10,20] [--reps 10] [--out results]
 //! kbandit reproduce timing [--bounds ay,igp,amm,dmm,cmm,k-ucb,bkb,ek-ucb] [--rounds 1000] [--reps 2] [--out results]
 //! kbandit reproduce nonstationary [--reps 5] [--methods r-gp-ucb,r-dmm,sw-dmm,...] [--info-gain greedy|data|both] [--out results]
 //! kbandit reproduce variance [--observations 300] [--cover 0.3] [--out results]

@@ -57,7 +57,7 @@ pub struct LooseArgs {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Method::Dmm, Method::Amm, Method::Ay, Method::Igp, Method::Random])]
     methods: Vec<Method>,
     /// Repetitions (problems) per pair.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 10)]
     reps: usize,
     /// Rounds T per run.
     #[arg(long, default_value_t = 1000)]
