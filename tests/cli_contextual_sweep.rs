@@ -4,19 +4,18 @@
 //! from the seeds the JSON reports, the plots, and the error paths (one line, exit status 2).
 #![cfg(feature = "cli")]
 
-use std::path::{Path, PathBuf};
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{assert_fails_cleanly, scratch_dir};
+
+use std::path::Path;
 use std::process::{Command, Output};
 
 use kernel_bandits::bound::BatchFeedback;
 use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem};
 use kernel_bandits::prelude::*;
 use serde_json::Value;
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kbandit-sweep-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 fn kbandit(args: &[&str], out: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kbandit"))
@@ -28,18 +27,11 @@ fn kbandit(args: &[&str], out: &Path) -> Output {
         .expect("the kbandit binary runs")
 }
 
-fn assert_fails_cleanly(output: &Output, needle: &str) {
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
-}
-
 const HORIZON: usize = 60;
 
 #[test]
 fn sweep_outputs_have_the_documented_shape_and_match_the_library() {
-    let dir = scratch_dir("shape");
+    let dir = scratch_dir("sweep", "shape");
     let horizon = HORIZON.to_string();
     let args = [
         "--envs",
@@ -152,7 +144,7 @@ fn sweep_outputs_have_the_documented_shape_and_match_the_library() {
 /// A subset of methods and parameters, and no extra μ.
 #[test]
 fn sweep_honours_its_lists() {
-    let dir = scratch_dir("lists");
+    let dir = scratch_dir("sweep", "lists");
     let args = [
         "--envs",
         "bump",
@@ -198,7 +190,7 @@ fn sweep_honours_its_lists() {
 
 #[test]
 fn bad_sweep_arguments_fail_cleanly() {
-    let dir = scratch_dir("bad");
+    let dir = scratch_dir("sweep", "bad");
     for (args, needle) in [
         (&["--lambdas", "0"][..], "--lambdas"),
         (&["--lambdas", "1,nan"], "--lambdas"),

@@ -4,51 +4,16 @@
 //! time-per-round files of `reproduce timing` (App. F.1), and the error paths.
 #![cfg(feature = "cli")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{assert_fails, floats, kbandit, read_json, scratch_dir};
+
+use std::path::Path;
 
 use kernel_bandits::bound::BoundKind;
 use kernel_bandits::prelude::*;
 use serde_json::Value;
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kbandit-p001-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn kbandit(args: &[&str], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kbandit"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("the kbandit binary runs")
-}
-
-/// A rejected run: exit status 2 and `needle` on stderr, in one line for the checks of
-/// `kbandit` itself (clap's own parse errors add a usage hint below their first line).
-fn assert_fails(output: &Output, needle: &str, one_line: bool) {
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
-    if one_line {
-        assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
-    }
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn floats(value: &Value) -> Vec<f64> {
-    value
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
-}
 
 fn assert_png_and_svg(dir: &Path, stem: &str) {
     let png = std::fs::read(dir.join(format!("{stem}.png"))).unwrap();
@@ -78,7 +43,7 @@ fn bands_rows(dir: &Path) -> Vec<Vec<f64>> {
 #[test]
 fn bands_nest_cmm_inside_dmm_inside_amm_at_every_grid_point() {
     for (seed, observations) in [("0", "30"), ("1", "1"), ("2", "5"), ("3", "60")] {
-        let dir = scratch_dir(&format!("bands-{seed}"));
+        let dir = scratch_dir("p001", &format!("bands-{seed}"));
         let args = [
             "reproduce",
             "bands",
@@ -125,7 +90,7 @@ fn bands_nest_cmm_inside_dmm_inside_amm_at_every_grid_point() {
 /// parameters through.
 #[test]
 fn bands_cmm_columns_are_the_library_bound_on_the_written_observations() {
-    let dir = scratch_dir("bands-cmm");
+    let dir = scratch_dir("p001", "bands-cmm");
     let args = ["reproduce", "bands", "--grid", "11", "--observations", "7"];
     let output = kbandit(&args, &dir);
     assert!(output.status.success(), "{output:?}");
@@ -190,7 +155,7 @@ fn library_regret(
 /// `reproduce table1`'s cell for the same seed.
 #[test]
 fn loose_runs_each_assumed_pair_on_the_true_problem() {
-    let dir = scratch_dir("loose");
+    let dir = scratch_dir("p001", "loose");
     let args = [
         "reproduce",
         "loose",
@@ -296,7 +261,7 @@ fn loose_runs_each_assumed_pair_on_the_true_problem() {
     assert_png_and_svg(&dir, "loose");
 
     // The true pair is `reproduce table1`'s cell: same seeds, same problem, same bound.
-    let table1 = scratch_dir("loose-table1");
+    let table1 = scratch_dir("p001", "loose-table1");
     let args = [
         "reproduce",
         "table1",
@@ -326,7 +291,7 @@ fn loose_runs_each_assumed_pair_on_the_true_problem() {
 /// `--true-sigma` and `--true-norm` set the problem, not the bound.
 #[test]
 fn loose_true_values_set_the_problem() {
-    let dir = scratch_dir("loose-truth");
+    let dir = scratch_dir("p001", "loose-truth");
     let args = [
         "reproduce",
         "loose",
@@ -366,7 +331,7 @@ fn loose_true_values_set_the_problem() {
 
 #[test]
 fn loose_rejects_bad_arguments() {
-    let dir = scratch_dir("loose-bad");
+    let dir = scratch_dir("p001", "loose-bad");
     // Every case fails in the argument checks, before any run.
     let base = ["reproduce", "loose", "--horizon", "5"];
     let cases: [(&[&str], &str); 9] = [
@@ -398,7 +363,7 @@ fn loose_rejects_bad_arguments() {
 /// means, the totals and the percentiles, and the three plots.
 #[test]
 fn timing_outputs_have_the_documented_shape() {
-    let dir = scratch_dir("timing");
+    let dir = scratch_dir("p001", "timing");
     let args = [
         "reproduce",
         "timing",
@@ -481,7 +446,7 @@ fn timing_outputs_have_the_documented_shape() {
 /// With no `--bounds`, every bound of the crate is timed, in `BoundKind::ALL` order.
 #[test]
 fn timing_runs_every_bound_by_default() {
-    let dir = scratch_dir("timing-all");
+    let dir = scratch_dir("p001", "timing-all");
     let output = kbandit(
         &["reproduce", "timing", "--rounds", "3", "--reps", "1"],
         &dir,
@@ -501,7 +466,7 @@ fn timing_runs_every_bound_by_default() {
 
 #[test]
 fn timing_rejects_bad_arguments() {
-    let dir = scratch_dir("timing-bad");
+    let dir = scratch_dir("p001", "timing-bad");
     let base = ["reproduce", "timing"];
     let cases: [(&[&str], &str); 5] = [
         (&["--reps", "0"], "--reps"),

@@ -3,33 +3,15 @@
 //! seed the JSON reports, and the error paths (one line on stderr, exit status 2).
 #![cfg(feature = "cli")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{assert_fails_cleanly, kbandit, scratch_dir};
+
+use std::path::Path;
 
 use kernel_bandits::prelude::*;
 use serde_json::Value;
-
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kbandit-repro-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn kbandit(args: &[&str], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kbandit"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("the kbandit binary runs")
-}
-
-fn assert_fails_cleanly(output: &Output, needle: &str) {
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
-}
 
 const SMALL: [&str; 12] = [
     "reproduce",
@@ -53,7 +35,7 @@ fn read_json(dir: &Path) -> Value {
 
 #[test]
 fn table1_outputs_have_the_documented_shape_and_match_the_library() {
-    let dir = scratch_dir("shape");
+    let dir = scratch_dir("repro", "shape");
     let output = kbandit(&[&SMALL[..], &["--threads", "2"]].concat(), &dir);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8(output.stdout).unwrap();
@@ -126,7 +108,7 @@ fn table1_outputs_have_the_documented_shape_and_match_the_library() {
 
 #[test]
 fn table1_is_the_same_on_one_thread_and_for_a_subset() {
-    let (one, two) = (scratch_dir("one"), scratch_dir("two"));
+    let (one, two) = (scratch_dir("repro", "one"), scratch_dir("repro", "two"));
     let a = kbandit(&[&SMALL[..], &["--threads", "1"]].concat(), &one);
     assert!(a.status.success(), "{a:?}");
     // Only the Matérn setting and two methods, on two threads: its cells must be unchanged.
@@ -165,7 +147,7 @@ fn table1_is_the_same_on_one_thread_and_for_a_subset() {
 
 #[test]
 fn table1_rejects_bad_arguments() {
-    let dir = scratch_dir("bad");
+    let dir = scratch_dir("repro", "bad");
     let base = ["reproduce", "table1", "--horizon", "5"];
     let cases: [(&[&str], &str); 4] = [
         (&["--lengthscales", "-0.5"], "length-scale -0.5"),
@@ -187,7 +169,7 @@ fn table1_rejects_bad_arguments() {
 
 #[test]
 fn bands_writes_curves_that_nest_as_the_theory_says() {
-    let dir = scratch_dir("bands");
+    let dir = scratch_dir("repro", "bands");
     let output = kbandit(
         &["reproduce", "bands", "--grid", "51", "--observations", "12"],
         &dir,
@@ -239,7 +221,7 @@ fn bands_writes_curves_that_nest_as_the_theory_says() {
 #[test]
 fn contextual_outputs_have_the_documented_shape() {
     use kernel_bandits::env::{ContextualConfig, ContextualEnv, ContextualProblem};
-    let dir = scratch_dir("contextual");
+    let dir = scratch_dir("repro", "contextual");
     let args = [
         "reproduce",
         "contextual",
@@ -315,7 +297,7 @@ fn contextual_outputs_have_the_documented_shape() {
 /// R-PERP's elimination log, and argument errors.
 #[test]
 fn nonstationary_outputs_have_the_documented_shape() {
-    let dir = scratch_dir("nonstationary");
+    let dir = scratch_dir("repro", "nonstationary");
     let args = [
         "reproduce",
         "nonstationary",

@@ -6,11 +6,13 @@
 //! through the library); and the error paths.
 #![cfg(feature = "cli")]
 
+#[path = "common/cli.rs"]
+mod cli;
+
+use cli::{assert_fails_cleanly, floats, kbandit, scratch_dir};
+
 #[path = "common/dense_variance.rs"]
 mod dense_variance;
-
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use kernel_bandits::bound::{GpUcb, InformationGain};
 use kernel_bandits::env::DriftingProblem;
@@ -20,39 +22,9 @@ use kernel_bandits::nonstationary::{
 use kernel_bandits::prelude::*;
 use serde_json::Value;
 
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kbandit-vd-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn kbandit(args: &[&str], out: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kbandit"))
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("the kbandit binary runs")
-}
-
-fn assert_fails_cleanly(output: &Output, needle: &str) {
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(stderr.trim_end().lines().count(), 1, "one line: {stderr}");
-    assert!(stderr.contains(needle), "{needle:?} not in {stderr:?}");
-}
-
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
-}
-
 #[test]
 fn variance_output_matches_dense_formulas_and_theorem_1() {
-    let dir = scratch_dir("variance");
+    let dir = scratch_dir("vd", "variance");
     // ℓ = 0.02 against a grid step of 0.0125 keeps K_SS well conditioned, so that the crate's
     // Cholesky embedding and the dense pseudo-inverse one agree to 1e-8 (at ℓ = 0.05 neighbours
     // are nearly collinear and the two differ in the fourth digit next to the data).
@@ -178,7 +150,7 @@ fn variance_output_matches_dense_formulas_and_theorem_1() {
 
 #[test]
 fn nonstationary_tight_methods_and_information_gains() {
-    let dir = scratch_dir("drift");
+    let dir = scratch_dir("vd", "drift");
     let args = [
         "reproduce",
         "nonstationary",
