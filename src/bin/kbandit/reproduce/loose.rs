@@ -20,7 +20,8 @@ use serde::Serialize;
 
 use super::table1::{Method, RANDOM_AGENT_LABEL, Setting};
 use super::{
-    RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,
+    RepetitionRows, RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std,
+    run_jobs, write_json, write_repetitions_csv,
 };
 use crate::kernels::KernelName;
 use crate::plot::{BarGroup, grouped_bar_plot};
@@ -396,41 +397,15 @@ fn markdown(args: &LooseArgs, pairs: &[Pair], cells: &[CellJson]) -> String {
 
 /// `loose.csv`, long format: one row per (method, assumed σ, assumed B, repetition).
 fn write_csv(path: &Path, json: &LooseJson) -> Result<(), String> {
-    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
-    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
-    writer
-        .write_record([
-            "method",
-            "assumed_sigma",
-            "assumed_norm",
-            "rep",
-            "seed",
-            "final_regret",
-            "wall_time_s",
-        ])
-        .map_err(fail)?;
-    for cell in &json.results {
-        for (rep, ((regret, seed), time)) in cell
-            .final_regret
-            .iter()
-            .zip(&cell.seeds)
-            .zip(&cell.wall_time_s)
-            .enumerate()
-        {
-            writer
-                .write_record([
-                    cell.method.to_owned(),
-                    cell.assumed_sigma.to_string(),
-                    cell.assumed_norm.to_string(),
-                    rep.to_string(),
-                    seed.to_string(),
-                    regret.to_string(),
-                    format!("{time:.4}"),
-                ])
-                .map_err(fail)?;
-        }
-    }
-    writer
-        .flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let cells = json.results.iter().map(|cell| RepetitionRows {
+        key: vec![
+            cell.method.to_owned(),
+            cell.assumed_sigma.to_string(),
+            cell.assumed_norm.to_string(),
+        ],
+        final_regret: &cell.final_regret,
+        seeds: &cell.seeds,
+        wall_time_s: &cell.wall_time_s,
+    });
+    write_repetitions_csv(path, &["method", "assumed_sigma", "assumed_norm"], cells)
 }

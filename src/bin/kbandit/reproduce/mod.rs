@@ -143,6 +143,51 @@ fn write_file(path: &Path, contents: &str) -> Result<(), String> {
     std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
+/// The repetitions of one cell of a regret table: the columns that name the cell, then one
+/// value per repetition.
+struct RepetitionRows<'a> {
+    key: Vec<String>,
+    final_regret: &'a [f64],
+    seeds: &'a [u64],
+    wall_time_s: &'a [f64],
+}
+
+/// Writes a long-format CSV of final regrets: the `key_columns`, then `rep`, `seed`,
+/// `final_regret` and `wall_time_s`, one row per repetition of every cell.
+fn write_repetitions_csv<'a>(
+    path: &Path,
+    key_columns: &[&str],
+    cells: impl IntoIterator<Item = RepetitionRows<'a>>,
+) -> Result<(), String> {
+    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
+    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
+    let header = ["rep", "seed", "final_regret", "wall_time_s"];
+    writer
+        .write_record(key_columns.iter().chain(&header))
+        .map_err(fail)?;
+    for cell in cells {
+        let rows = cell
+            .final_regret
+            .iter()
+            .zip(cell.seeds)
+            .zip(cell.wall_time_s);
+        for (rep, ((regret, seed), time)) in rows.enumerate() {
+            let values = [
+                rep.to_string(),
+                seed.to_string(),
+                regret.to_string(),
+                format!("{time:.4}"),
+            ];
+            writer
+                .write_record(cell.key.iter().chain(&values))
+                .map_err(fail)?;
+        }
+    }
+    writer
+        .flush()
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
 /// SplitMix64 finaliser: a well-mixed 64-bit function of `x`.
 fn mix(x: u64) -> u64 {
     let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);

@@ -16,7 +16,8 @@ use kernel_bandits::prelude::*;
 use serde::Serialize;
 
 use super::{
-    RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std, run_jobs, write_json,
+    RepetitionRows, RunOptions, announce, create_dir, derive_seed, first_repeat, mean_std,
+    run_jobs, write_json, write_repetitions_csv,
 };
 use crate::plot::{Curve, regret_plot};
 
@@ -441,41 +442,15 @@ fn markdown(args: &Table1Args, settings: &[Setting], cells: &[CellJson]) -> Stri
 
 /// `table1.csv`, long format: one row per (kernel, length-scale, method, repetition).
 fn write_csv(path: &Path, json: &Table1Json) -> Result<(), String> {
-    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
-    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
-    writer
-        .write_record([
-            "kernel",
-            "lengthscale",
-            "method",
-            "rep",
-            "seed",
-            "final_regret",
-            "wall_time_s",
-        ])
-        .map_err(fail)?;
-    for cell in &json.results {
-        for (rep, ((regret, seed), time)) in cell
-            .final_regret
-            .iter()
-            .zip(&cell.seeds)
-            .zip(&cell.wall_time_s)
-            .enumerate()
-        {
-            writer
-                .write_record([
-                    cell.kernel.to_owned(),
-                    cell.lengthscale.to_string(),
-                    cell.method.to_owned(),
-                    rep.to_string(),
-                    seed.to_string(),
-                    regret.to_string(),
-                    format!("{time:.4}"),
-                ])
-                .map_err(fail)?;
-        }
-    }
-    writer
-        .flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    let cells = json.results.iter().map(|cell| RepetitionRows {
+        key: vec![
+            cell.kernel.to_owned(),
+            cell.lengthscale.to_string(),
+            cell.method.to_owned(),
+        ],
+        final_regret: &cell.final_regret,
+        seeds: &cell.seeds,
+        wall_time_s: &cell.wall_time_s,
+    });
+    write_repetitions_csv(path, &["kernel", "lengthscale", "method"], cells)
 }
