@@ -287,29 +287,56 @@ struct Figure<'a> {
 
 type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
+/// Something drawn onto any plotters backend, written as PNG and SVG by [`render`].
+trait Drawing {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB>;
+}
+
+/// Registers the bundled DejaVu Sans under [`FONT`], once per process.
+fn load_font() -> Result<(), String> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
+                .map_err(|_| "cannot load the bundled DejaVu Sans font".to_string())
+        })
+        .clone()
+}
+
+impl Drawing for Figure<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        Figure::draw(self, root)
+    }
+}
+
+impl Drawing for Bars<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
+        Bars::draw(self, root)
+    }
+}
+
+/// Writes `drawing` to `stem.png` and `stem.svg`.
+fn render(drawing: &impl Drawing, stem: &Path) -> Result<(), String> {
+    load_font()?;
+    let path = |ext: &str| {
+        let mut p = stem.as_os_str().to_owned();
+        p.push(ext);
+        PathBuf::from(p)
+    };
+    let (png, svg) = (path(".png"), path(".svg"));
+    let fail = |p: &Path, e: &dyn Display| format!("cannot write {}: {e}", p.display());
+    let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+    let done = drawing.draw(&root).and_then(|()| root.present());
+    done.map_err(|e| fail(&png, &e))?;
+    let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+    let done = drawing.draw(&root).and_then(|()| root.present());
+    done.map_err(|e| fail(&svg, &e))
+}
+
 impl Figure<'_> {
     /// Writes `stem.png` and `stem.svg`.
     fn render(&self, stem: &Path) -> Result<(), String> {
-        static FONT_LOADED: OnceLock<Result<(), String>> = OnceLock::new();
-        FONT_LOADED
-            .get_or_init(|| {
-                plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
-                    .map_err(|_| "cannot load the bundled DejaVu Sans font".to_string())
-            })
-            .clone()?;
-        let path = |ext: &str| {
-            let mut p = stem.as_os_str().to_owned();
-            p.push(ext);
-            PathBuf::from(p)
-        };
-        let (png, svg) = (path(".png"), path(".svg"));
-        let fail = |p: &Path, e: &dyn Display| format!("cannot write {}: {e}", p.display());
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        let done = self.draw(&root).and_then(|()| root.present());
-        done.map_err(|e| fail(&png, &e))?;
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        let done = self.draw(&root).and_then(|()| root.present());
-        done.map_err(|e| fail(&svg, &e))
+        render(self, stem)
     }
 
     /// Title, legend panel at the right (as wide as its longest label), then the axes.
@@ -532,20 +559,7 @@ pub fn grouped_bar_plot(
         y,
         log_y,
     };
-    load_font()?;
-    let path = |ext: &str| {
-        let mut p = stem.as_os_str().to_owned();
-        p.push(ext);
-        PathBuf::from(p)
-    };
-    let (png, svg) = (path(".png"), path(".svg"));
-    let fail = |p: &Path, e: &dyn Display| format!("cannot write {}: {e}", p.display());
-    let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-    let done = bars.draw(&root).and_then(|()| root.present());
-    done.map_err(|e| fail(&png, &e))?;
-    let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-    let done = bars.draw(&root).and_then(|()| root.present());
-    done.map_err(|e| fail(&svg, &e))
+    render(&bars, stem)
 }
 
 /// How [`time_lines_plot`] scales its y axis.
@@ -606,17 +620,6 @@ pub fn time_lines_plot(
     };
     fig.log_y = matches!(scale, YScale::Log);
     fig.render(stem)
-}
-
-/// Registers the bundled DejaVu Sans under [`FONT`] (once; [`Figure::render`] does the same).
-fn load_font() -> Result<(), String> {
-    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
-    LOADED
-        .get_or_init(|| {
-            plotters::style::register_font(FONT, FontStyle::Normal, dejavu::sans::regular())
-                .map_err(|_| "cannot load the bundled DejaVu Sans font".to_string())
-        })
-        .clone()
 }
 
 /// A grouped bar chart as data (see [`grouped_bar_plot`]).
