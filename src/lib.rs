@@ -82,6 +82,7 @@
 
 pub mod agent;
 pub mod bound;
+pub mod continuous;
 pub mod env;
 pub mod error;
 pub mod kernel;

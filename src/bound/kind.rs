@@ -371,6 +371,18 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn fixed_arms(&self) -> Option<ArmSetInfo> {
         dispatch!(self, b => b.fixed_arms())
     }
+    fn gradient(&self, x: &[f64]) -> Result<super::BoundGradient> {
+        dispatch!(self, b => b.gradient(x))
+    }
+    fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        dispatch!(self, b => b.ucb_gradient(x))
+    }
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> Result<Box<dyn super::PendingVariance + 'a>> {
+        dispatch!(self, b => b.pending_variance(pending))
+    }
 }
 
 #[cfg(feature = "serde")]

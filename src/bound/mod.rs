@@ -98,6 +98,48 @@ impl Bounds {
     }
 }
 
+/// The mean and confidence bounds at one point together with their gradients with respect to
+/// the point ([`ConfidenceBound::gradient`]).
+///
+/// Where a bound is a minimum (UCB) or maximum (LCB) over several regularisers (DMM-UCB's
+/// grid, CMM-UCB's continuum), the gradient is that of the active term, the regulariser
+/// attaining the extremum (the lowest index among exact ties): by the envelope theorem it is the
+/// gradient of the bound wherever that regulariser is the unique minimiser, and one of its
+/// one-sided derivatives where two tie.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct BoundGradient {
+    /// The point estimate μ(x).
+    pub mean: f64,
+    /// The lower confidence bound L(x).
+    pub lcb: f64,
+    /// The upper confidence bound U(x).
+    pub ucb: f64,
+    /// ∇μ(x).
+    pub mean_gradient: Vec<f64>,
+    /// ∇L(x).
+    pub lcb_gradient: Vec<f64>,
+    /// ∇U(x).
+    pub ucb_gradient: Vec<f64>,
+}
+
+/// The posterior variance given the observations and further *pending* inputs whose targets
+/// are not known yet ([`ConfidenceBound::pending_variance`]). The variance of a Gaussian
+/// process does not depend on the targets, so pending evaluations already shrink it: what
+/// GP-UCB-PE (Contal et al. 2013) maximises to spread a batch out.
+pub trait PendingVariance: std::fmt::Debug {
+    /// ρ²(x) at every point, given the observed and the pending inputs.
+    ///
+    /// # Errors
+    /// Points of the wrong dimension; non-finite kernel values.
+    fn variance(&self, points: &Points<'_>) -> Result<Vec<f64>>;
+
+    /// ρ²(x) and its gradient at one point.
+    ///
+    /// # Errors
+    /// As [`PendingVariance::variance`]; [`Error::Unsupported`] if the kernel has no gradient.
+    fn variance_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)>;
+}
+
 /// The `evaluate` of every exact bound: at each point, the UCB min_a (μ_a + w_a ρ_a) and the
 /// LCB max_a (μ_a − w_a ρ_a) over the regularisers a of `posterior` with widths `widths` (one
 /// for AY, IGP, AMM and K-UCB; DMM's grid), and the mean at the regulariser `mean_index`.
@@ -342,6 +384,50 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// [`ExactPosterior::argmax_upper`]: crate::posterior::ExactPosterior::argmax_upper
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize>;
 
+    /// The mean, LCB and UCB at `x` and their gradients with respect to `x` (see
+    /// [`BoundGradient`]): what continuous maximisation of the UCB
+    /// ([`crate::agent::UcbAgent::select_in`]) is built on.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a bound or kernel without gradients (the provided method);
+    /// wrong dimension or non-finite `x`; as [`ConfidenceBound::evaluate`].
+    fn gradient(&self, x: &[f64]) -> Result<BoundGradient> {
+        let _ = x;
+        Err(Error::Unsupported {
+            what: format!("gradients of the {} bound", self.name()),
+        })
+    }
+
+    /// U(x) and ∇U(x) alone: the provided method takes them from
+    /// [`ConfidenceBound::gradient`]; the exact bounds override it with a path that skips the
+    /// mean's and the LCB's solves.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::gradient`].
+    fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let g = self.gradient(x)?;
+        Ok((g.ucb, g.ucb_gradient))
+    }
+
+    /// The posterior variance given the observations and the `pending` inputs, whose targets
+    /// are still to come (see [`PendingVariance`]); the bound itself is unchanged. The exact
+    /// bounds use the regulariser of their mean and cost O(p·t²) for p pending points (one
+    /// forward substitution each, as an append would, but nothing is appended), then O(t²)
+    /// per queried point.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for bounds without it (the provided method); pending points of
+    /// the wrong dimension or non-finite kernel values.
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> Result<Box<dyn PendingVariance + 'a>> {
+        let _ = pending;
+        Err(Error::Unsupported {
+            what: format!("pending evaluations with the {} bound", self.name()),
+        })
+    }
+
     /// [`ConfidenceBound::evaluate`] on anything that can be viewed as points. Available on
     /// concrete bounds and on `Box<dyn ConfidenceBound>`; through a `&dyn ConfidenceBound`, call
     /// `evaluate(&points.as_points()?)`.
@@ -459,6 +545,18 @@ macro_rules! forward_bound {
             }
             fn fixed_arms(&self) -> Option<ArmSetInfo> {
                 (**self).fixed_arms()
+            }
+            fn gradient(&self, x: &[f64]) -> Result<BoundGradient> {
+                (**self).gradient(x)
+            }
+            fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+                (**self).ucb_gradient(x)
+            }
+            fn pending_variance<'a>(
+                &'a self,
+                pending: &Points<'_>,
+            ) -> Result<Box<dyn PendingVariance + 'a>> {
+                (**self).pending_variance(pending)
             }
         }
     )*};

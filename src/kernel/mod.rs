@@ -85,6 +85,32 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// The gradient ∂k(x, y)/∂x with respect to the first argument, written into `out`
+    /// (`x.len()` entries). The confidence bounds' gradients and the continuous maximisation
+    /// of [`crate::agent::UcbAgent::select_in`] are built on it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a kernel without a gradient (the provided method; every
+    /// kernel of this crate has one).
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        let _ = (x, y, out);
+        Err(Error::Unsupported {
+            what: format!("the gradient of the kernel {self:?}"),
+        })
+    }
+
+    /// The gradient of x ↦ k(x, x), written into `out`: zero for stationary kernels
+    /// (k(x, x) is constant), 2x for the linear kernel.
+    ///
+    /// # Errors
+    /// As [`Kernel::gradient`].
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+        let _ = (x, out);
+        Err(Error::Unsupported {
+            what: format!("the gradient of the kernel {self:?}"),
+        })
+    }
+
     /// The Gram matrix [k(xᵢ, xⱼ)].
     ///
     /// # Errors
@@ -163,6 +189,14 @@ macro_rules! forward_kernel {
             }
             fn smoothness(&self) -> Option<f64> {
                 (**self).smoothness()
+            }
+            #[inline]
+            fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+                (**self).gradient(x, y, out)
+            }
+            #[inline]
+            fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+                (**self).diag_gradient(x, out)
             }
         }
     )*};

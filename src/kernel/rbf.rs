@@ -57,6 +57,26 @@ impl Kernel for Rbf {
     fn eval_diag(&self, _x: &[f64]) -> f64 {
         1.0
     }
+
+    /// ∂k/∂x = −k(x, y)(x − y)/ℓ².
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        let k = self.eval(x, y);
+        if k == 0.0 {
+            // Far apart (or a length-scale so small that (x − y)/ℓ² overflows): the gradient
+            // underflows with k.
+            out.fill(0.0);
+            return Ok(());
+        }
+        for ((o, a), b) in out.iter_mut().zip(x).zip(y) {
+            *o = -k * ((a - b) * self.inv_lengthscale) * self.inv_lengthscale;
+        }
+        Ok(())
+    }
+
+    fn diag_gradient(&self, _x: &[f64], out: &mut [f64]) -> Result<()> {
+        out.fill(0.0);
+        Ok(())
+    }
 }
 
 #[cfg(feature = "serde")]

@@ -1,0 +1,9 @@
+//! Continuous domains: a box [lo, hi]^d, space-filling starts in it, and the multi-start,
+//! box-constrained quasi-Newton maximisation that [`crate::agent::UcbAgent::select_in`] and the
+//! continuous environments are built on.
+
+mod domain;
+mod maximise;
+
+pub use domain::BoxDomain;
+pub use maximise::{Maximum, RefineOptions, maximise, refine};
