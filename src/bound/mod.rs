@@ -197,6 +197,81 @@ pub(crate) fn exact_argmax<K: Kernel>(
     posterior.argmax_upper(points, &widths)
 }
 
+/// The `gradient` of every exact bound of the form U = min_r (μ_r + w_r ρ_r),
+/// L = max_r (μ_r − w_r ρ_r) (see [`exact_evaluate`]): each side's gradient is that of its
+/// active regulariser (the lowest index among ties), and the mean's that of `mean_index`.
+///
+/// # Errors
+/// As [`check_width`] for any width; wrong dimension or non-finite `x`;
+/// [`Error::Unsupported`] for a kernel without gradient.
+pub(crate) fn exact_gradient<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    mean_index: usize,
+    x: &[f64],
+) -> Result<BoundGradient> {
+    let widths = checked_widths(widths)?;
+    let solve = posterior.point_solve(x)?;
+    let (upper, up) = active(&solve, &widths, 1.0);
+    let (lower, low) = active(&solve, &widths, -1.0);
+    Ok(BoundGradient {
+        mean: solve.means[mean_index],
+        lcb: -lower,
+        ucb: upper,
+        mean_gradient: posterior.combination_gradient(&solve, mean_index, 0.0),
+        lcb_gradient: posterior.combination_gradient(&solve, low, -widths[low]),
+        ucb_gradient: posterior.combination_gradient(&solve, up, widths[up]),
+    })
+}
+
+/// The `ucb_gradient` of every exact bound: as [`exact_gradient`], one back substitution.
+///
+/// # Errors
+/// As [`exact_gradient`].
+pub(crate) fn exact_ucb_gradient<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    x: &[f64],
+) -> Result<(f64, Vec<f64>)> {
+    let widths = checked_widths(widths)?;
+    let solve = posterior.point_solve(x)?;
+    let (upper, up) = active(&solve, &widths, 1.0);
+    Ok((
+        upper,
+        posterior.combination_gradient(&solve, up, widths[up]),
+    ))
+}
+
+/// The `pending_variance` of every exact bound: the variance at regulariser `mean_index`.
+///
+/// # Errors
+/// As `ExactPosterior::conditioned`.
+pub(crate) fn exact_pending_variance<'a, K: Kernel>(
+    posterior: &'a ExactPosterior<K>,
+    mean_index: usize,
+    pending: &Points<'_>,
+) -> Result<Box<dyn PendingVariance + 'a>> {
+    Ok(Box::new(posterior.conditioned(mean_index, pending)?))
+}
+
+/// For `sign = 1`, min_r (μ_r + w_r ρ_r) and its regulariser; for `sign = −1`,
+/// min_r (−μ_r + w_r ρ_r) = −max_r (μ_r − w_r ρ_r) and its regulariser. Lowest index among
+/// ties, as in [`exact_evaluate`].
+fn active(solve: &crate::posterior::PointSolve, widths: &[f64], sign: f64) -> (f64, usize) {
+    let mut best = (f64::INFINITY, 0);
+    for (r, w) in widths.iter().enumerate() {
+        let value = sign * solve.means[r] + w * solve.variances[r].sqrt();
+        if value < best.0 || r == 0 {
+            best = (value, r);
+        }
+    }
+    best
+}
+
+fn checked_widths(widths: &[f64]) -> Result<Vec<f64>> {
+    widths.iter().map(|&w| check_width(w)).collect()
+}
+
 /// Passes a finite width on.
 ///
 /// # Errors
@@ -581,6 +656,22 @@ macro_rules! forward_posterior {
         fn argmax_ucb(&self, points: &$crate::points::Points<'_>) -> $crate::error::Result<usize> {
             let $b = self;
             $crate::bound::exact_argmax(&self.posterior, &$widths, points)
+        }
+        fn gradient(&self, x: &[f64]) -> $crate::error::Result<$crate::bound::BoundGradient> {
+            let $b = self;
+            $crate::bound::exact_gradient(&self.posterior, &$widths, $mean, x)
+        }
+        fn ucb_gradient(&self, x: &[f64]) -> $crate::error::Result<(f64, Vec<f64>)> {
+            let $b = self;
+            $crate::bound::exact_ucb_gradient(&self.posterior, &$widths, x)
+        }
+        fn pending_variance<'a>(
+            &'a self,
+            pending: &$crate::points::Points<'_>,
+        ) -> $crate::error::Result<Box<dyn $crate::bound::PendingVariance + 'a>> {
+            #[allow(unused_variables)] // `$mean` is a constant for most bounds
+            let $b = self;
+            $crate::bound::exact_pending_variance(&self.posterior, $mean, pending)
         }
         forward_posterior!();
     };

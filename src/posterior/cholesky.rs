@@ -243,12 +243,18 @@ impl CholeskyFactor {
     /// it for the CPU at hand; a single pass reads L once, where faer's blocked triangular
     /// solve plus a transposed matrix–vector product reads it twice.
     pub(crate) fn weights(&self) -> Vec<f64> {
-        let mut alpha = self.whitened_targets.clone();
+        self.back_solve(self.whitened_targets.clone())
+    }
+
+    /// L⁻ᵀb for one right-hand side `b` (t entries), by the back substitution of
+    /// [`CholeskyFactor::weights`].
+    pub(crate) fn back_solve(&self, mut b: Vec<f64>) -> Vec<f64> {
+        debug_assert_eq!(b.len(), self.len);
         pulp::Arch::new().dispatch(BackSubstitution {
             factor: self,
-            alpha: &mut alpha,
+            alpha: &mut b,
         });
-        alpha
+        b
     }
 
     /// Computes the row that appending (x, y) would add, given `cross = k_t(x)` and

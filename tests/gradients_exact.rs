@@ -1,0 +1,357 @@
+//! Gradients of the exact bounds (AY, IGP, AMM, DMM, K-UCB, GP-UCB) against central finite
+//! differences of their own `evaluate`, and their pending variance against a dense
+//! from-scratch posterior (nalgebra Cholesky of the Gram matrix with the pending points
+//! appended), after every update of sequences with structured points.
+
+use std::sync::Arc;
+
+use kernel_bandits::bound::{BoundGradient, GpUcb, InformationGain};
+use kernel_bandits::kernel::{Kernel, Matern, Rbf};
+use kernel_bandits::points::AsPoints;
+use kernel_bandits::prelude::*;
+use nalgebra::{DMatrix, DVector};
+
+fn params() -> BoundParams {
+    BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(2.0)
+        .delta(0.05)
+        .scale(1.0)
+        .eta(0.01)
+}
+
+fn kernels() -> Vec<Arc<dyn Kernel>> {
+    let mut out: Vec<Arc<dyn Kernel>> = vec![Arc::new(Rbf::new(0.3).unwrap())];
+    let mut probe = [0.0; 2];
+    let matern = Matern::new(2.5, 0.4).unwrap();
+    if matern
+        .gradient(&[0.1, 0.2], &[0.3, 0.5], &mut probe)
+        .is_ok()
+    {
+        out.push(Arc::new(matern));
+        out.push(Arc::new(Matern::new(1.5, 0.3).unwrap()));
+    }
+    out
+}
+
+fn bounds(kernel: Arc<dyn Kernel>) -> Vec<Box<dyn ConfidenceBound>> {
+    vec![
+        Box::new(Ay::new(kernel.clone(), params()).unwrap()),
+        Box::new(Igp::new(kernel.clone(), params()).unwrap()),
+        Box::new(Amm::new(kernel.clone(), params()).unwrap()),
+        Box::new(Dmm::new(kernel.clone(), params()).unwrap()),
+        Box::new(KUcb::new(kernel.clone(), 0.05, 1.7).unwrap()),
+        Box::new(GpUcb::new(kernel, params(), InformationGain::Data).unwrap()),
+    ]
+}
+
+/// The observed inputs of a structured sequence in [0, 1]²: a grid, an exact duplicate, a
+/// point 3 ulps from another, a mirrored pair and a tight cluster.
+fn structured_inputs() -> Vec<[f64; 2]> {
+    let a = 0.37_f64;
+    let ulps = f64::from_bits(a.to_bits() + 3);
+    vec![
+        [0.2, 0.2],
+        [0.8, 0.8],
+        [a, 0.5],
+        [a, 0.5],
+        [ulps, 0.5],
+        [0.3, 0.7],
+        [0.7, 0.3],
+        [0.5, 0.5],
+        [0.5 + 1e-7, 0.5],
+        [0.5, 0.5 + 2e-7],
+        [0.1, 0.9],
+        [0.9, 0.1],
+    ]
+}
+
+fn target(x: &[f64; 2]) -> f64 {
+    (3.0 * x[0]).sin() + x[1] * x[1]
+}
+
+/// Query points: random-looking ones, an observed point, one a few ulps from it, and the mirror
+/// images.
+fn queries() -> Vec<Vec<f64>> {
+    let a = 0.37_f64;
+    vec![
+        vec![0.13, 0.71],
+        vec![0.62, 0.27],
+        vec![0.45, 0.55],
+        vec![a, 0.5],
+        vec![f64::from_bits(a.to_bits() + 1), 0.5 + 1e-9],
+        vec![0.3, 0.7],
+        vec![0.7, 0.3],
+        vec![0.99, 0.02],
+    ]
+}
+
+/// Central differences of mean, LCB and UCB of `evaluate` at x, step h in each coordinate.
+fn finite_differences(bound: &dyn ConfidenceBound, x: &[f64], h: f64) -> [Vec<f64>; 3] {
+    let mut out = [vec![0.0; x.len()], vec![0.0; x.len()], vec![0.0; x.len()]];
+    for i in 0..x.len() {
+        let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
+        plus[i] += h;
+        minus[i] -= h;
+        let b = bound
+            .evaluate(&vec![plus, minus].as_points().unwrap())
+            .unwrap();
+        out[0][i] = (b.mean[0] - b.mean[1]) / (2.0 * h);
+        out[1][i] = (b.lcb[0] - b.lcb[1]) / (2.0 * h);
+        out[2][i] = (b.ucb[0] - b.ucb[1]) / (2.0 * h);
+    }
+    out
+}
+
+/// Whether two gradients agree to `rel` relative to the larger of them (with a floor for
+/// gradients that vanish).
+fn close(a: &[f64], b: &[f64], rel: f64, floor: f64) -> bool {
+    let scale = a.iter().chain(b).fold(floor, |m: f64, v| m.max(v.abs()));
+    a.iter().zip(b).all(|(x, y)| (x - y).abs() <= rel * scale)
+}
+
+/// The values agree with `evaluate`, and the gradients with central differences, at every
+/// query after every update. Where the difference quotient straddles a kink (DMM's active
+/// regulariser switching, or ρ's cusp at an observed point of a nearly noise-free posterior),
+/// the two one-sided quotients differ; there the gradient must agree with one of them.
+#[test]
+fn exact_bound_gradients_match_finite_differences_after_every_update() {
+    let h = 1e-6;
+    let mut checked = 0;
+    for kernel in kernels() {
+        for mut bound in bounds(kernel.clone()) {
+            for x in structured_inputs() {
+                bound.observe(&x, target(&x)).unwrap();
+                for q in queries() {
+                    let g: BoundGradient = bound.gradient(&q).unwrap();
+                    let b = bound
+                        .evaluate(&vec![q.clone()].as_points().unwrap())
+                        .unwrap();
+                    for (got, want) in [(g.mean, b.mean[0]), (g.lcb, b.lcb[0]), (g.ucb, b.ucb[0])] {
+                        assert!(
+                            (got - want).abs() <= 1e-9 * (1.0 + want.abs()),
+                            "{} value {got} vs evaluate {want} at {q:?}",
+                            bound.name()
+                        );
+                    }
+                    let (u, ug) = bound.ucb_gradient(&q).unwrap();
+                    assert_eq!(u.to_bits(), g.ucb.to_bits());
+                    assert_eq!(ug, g.ucb_gradient);
+                    let fd = finite_differences(&*bound, &q, h);
+                    for (what, got, want) in [
+                        ("mean", &g.mean_gradient, &fd[0]),
+                        ("lcb", &g.lcb_gradient, &fd[1]),
+                        ("ucb", &g.ucb_gradient, &fd[2]),
+                    ] {
+                        if close(got, want, 1e-6, 1e-3) {
+                            checked += 1;
+                            continue;
+                        }
+                        // A kink inside [x − h, x + h]: compare with one-sided quotients.
+                        let one_sided = one_sided_agree(&*bound, &q, what, got, 1e-7);
+                        assert!(
+                            one_sided,
+                            "{} {what} gradient {got:?} vs central differences {want:?} at {q:?} \
+                             after {} observations ({kernel:?})",
+                            bound.name(),
+                            bound.len()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 1000, "only {checked} smooth comparisons");
+}
+
+fn one_sided_agree(
+    bound: &dyn ConfidenceBound,
+    x: &[f64],
+    what: &str,
+    got: &[f64],
+    h: f64,
+) -> bool {
+    let pick = |b: &Bounds, j: usize| match what {
+        "mean" => b.mean[j],
+        "lcb" => b.lcb[j],
+        _ => b.ucb[j],
+    };
+    (0..x.len()).all(|i| {
+        let (mut plus, mut minus) = (x.to_vec(), x.to_vec());
+        plus[i] += h;
+        minus[i] -= h;
+        let b = bound
+            .evaluate(&vec![plus, minus, x.to_vec()].as_points().unwrap())
+            .unwrap();
+        let forward = (pick(&b, 0) - pick(&b, 2)) / h;
+        let backward = (pick(&b, 2) - pick(&b, 1)) / h;
+        let tol = 1e-4 * (1.0 + got[i].abs());
+        (got[i] - forward).abs() <= tol || (got[i] - backward).abs() <= tol
+    })
+}
+
+/// The dense reference: ρ_a²(x) given the observed and pending inputs, from an nalgebra
+/// Cholesky of the full Gram matrix plus aI.
+fn dense_variance(kernel: &dyn Kernel, inputs: &[Vec<f64>], a: f64, x: &[f64]) -> f64 {
+    let n = inputs.len();
+    if n == 0 {
+        return kernel.eval(x, x);
+    }
+    let gram = DMatrix::from_fn(n, n, |i, j| {
+        kernel.eval(&inputs[i], &inputs[j]) + if i == j { a } else { 0.0 }
+    });
+    let k = DVector::from_fn(n, |i, _| kernel.eval(&inputs[i], x));
+    let chol = gram
+        .cholesky()
+        .expect("dense Gram matrix is positive definite");
+    kernel.eval(x, x) - k.dot(&chol.solve(&k))
+}
+
+/// Pending variance = the dense posterior variance with the pending inputs appended (their
+/// targets do not matter), for pending sets that duplicate observed points, duplicate each other,
+/// sit a few ulps apart, or mirror each other; and its gradient against central differences.
+#[test]
+fn pending_variance_matches_a_dense_posterior_with_the_points_appended() {
+    let kernel: Arc<dyn Kernel> = Arc::new(Rbf::new(0.3).unwrap());
+    let a = 0.1 * 0.1; // AMM's a0 = σ²/c with σ = 0.1, c = 1
+    let mut bound = Amm::new(kernel.clone(), params()).unwrap();
+    let a37 = 0.37_f64;
+    let pending_sets: Vec<Vec<Vec<f64>>> = vec![
+        vec![],
+        vec![vec![0.6, 0.4]],
+        vec![vec![a37, 0.5], vec![a37, 0.5]],
+        vec![vec![0.2, 0.2], vec![f64::from_bits(a37.to_bits() + 2), 0.5]],
+        vec![
+            vec![0.3, 0.7],
+            vec![0.7, 0.3],
+            vec![0.5, 0.5],
+            vec![0.05, 0.95],
+        ],
+    ];
+    let mut observed: Vec<Vec<f64>> = Vec::new();
+    let mut inputs = structured_inputs().into_iter();
+    loop {
+        for pending in &pending_sets {
+            let pv = bound
+                .pending_variance(&pending.as_points().unwrap_or_else(|_| {
+                    kernel_bandits::points::Points::from_row_major(&[], 2).unwrap()
+                }))
+                .unwrap();
+            let all: Vec<Vec<f64>> = observed.iter().chain(pending).cloned().collect();
+            let qs = queries();
+            let got = pv.variance(&qs.as_points().unwrap()).unwrap();
+            for (q, v) in qs.iter().zip(&got) {
+                let want = dense_variance(&*kernel, &all, a, q);
+                assert!(
+                    (v - want).abs() <= 1e-10 * (1.0 + want.abs()),
+                    "pending variance {v} vs dense {want} at {q:?} with {} observed, pending {pending:?}",
+                    observed.len()
+                );
+                let (v1, grad) = pv.variance_gradient(q).unwrap();
+                assert!((v1 - v).abs() <= 1e-12, "{v1} vs {v}");
+                let h = 1e-6;
+                for i in 0..2 {
+                    let (mut plus, mut minus) = (q.clone(), q.clone());
+                    plus[i] += h;
+                    minus[i] -= h;
+                    let fd = (dense_variance(&*kernel, &all, a, &plus)
+                        - dense_variance(&*kernel, &all, a, &minus))
+                        / (2.0 * h);
+                    let scale = grad.iter().fold(1e-4_f64, |m, g| m.max(g.abs()));
+                    assert!(
+                        (grad[i] - fd).abs() <= 1e-5 * scale,
+                        "pending variance gradient {grad:?} vs dense differences {fd} (coordinate {i}) at {q:?}"
+                    );
+                }
+            }
+        }
+        match inputs.next() {
+            Some(x) => {
+                bound.observe(&x, target(&x)).unwrap();
+                observed.push(x.to_vec());
+            }
+            None => break,
+        }
+    }
+}
+
+#[test]
+fn gradients_refuse_bad_points_and_change_nothing() {
+    let mut bound = Dmm::new(Rbf::new(0.3).unwrap(), params()).unwrap();
+    bound.observe(&[0.1, 0.2], 0.5).unwrap();
+    let before = bound
+        .evaluate(&vec![vec![0.4, 0.4]].as_points().unwrap())
+        .unwrap();
+    assert!(matches!(
+        bound.gradient(&[0.1]),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        bound.gradient(&[f64::NAN, 0.1]),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(bound.ucb_gradient(&[]), Err(Error::ZeroDimension)));
+    let pv = bound
+        .pending_variance(&vec![vec![0.3, 0.3]].as_points().unwrap())
+        .unwrap();
+    assert!(matches!(
+        pv.variance_gradient(&[0.3]),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        bound.pending_variance(&vec![vec![0.3]].as_points().unwrap()),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    let after = bound
+        .evaluate(&vec![vec![0.4, 0.4]].as_points().unwrap())
+        .unwrap();
+    assert_eq!(before, after);
+    assert_eq!(bound.len(), 1);
+}
+
+/// With no observation the UCB is B·√k(x, x)-like and flat for a stationary kernel: zero
+/// gradient, and the mean's gradient is zero.
+#[test]
+fn empty_posterior_has_zero_gradient_for_stationary_kernels() {
+    let bound = Amm::new(Rbf::new(0.3).unwrap(), params()).unwrap();
+    let g = bound.gradient(&[0.3, 0.6]).unwrap();
+    assert_eq!(g.mean_gradient, vec![0.0, 0.0]);
+    assert_eq!(g.ucb_gradient, vec![0.0, 0.0]);
+    assert_eq!(g.lcb_gradient, vec![0.0, 0.0]);
+}
+
+/// Past one storage block of the factors (128 rows): 300 observations, including a run of
+/// duplicates across the block boundary, then the gradients of AMM and DMM against central
+/// differences.
+#[test]
+fn gradients_cross_the_factor_storage_blocks() {
+    let kernel: Arc<dyn Kernel> = Arc::new(Rbf::new(0.2).unwrap());
+    let mut amm = Amm::new(kernel.clone(), params()).unwrap();
+    let mut dmm = Dmm::new(kernel, params()).unwrap();
+    for i in 0..300 {
+        let x = if (120..136).contains(&i) {
+            [0.5, 0.5]
+        } else {
+            let u = (i as f64 * 0.618_033_988_749_895).fract();
+            let v = (i as f64 * 0.414_213_562_373_095).fract();
+            [u, v]
+        };
+        amm.observe(&x, target(&x)).unwrap();
+        dmm.observe(&x, target(&x)).unwrap();
+    }
+    for bound in [&amm as &dyn ConfidenceBound, &dmm] {
+        for q in queries() {
+            let g = bound.gradient(&q).unwrap();
+            let fd = finite_differences(bound, &q, 1e-6);
+            assert!(
+                close(&g.ucb_gradient, &fd[2], 1e-6, 1e-3)
+                    || one_sided_agree(bound, &q, "ucb", &g.ucb_gradient, 1e-7),
+                "{} ucb gradient {:?} vs {:?} at {q:?}",
+                bound.name(),
+                g.ucb_gradient,
+                fd[2]
+            );
+            assert!(close(&g.mean_gradient, &fd[0], 1e-6, 1e-3));
+        }
+    }
+}
