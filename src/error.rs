@@ -91,6 +91,12 @@ pub enum Error {
         /// What was expected.
         what: String,
     },
+    /// A point to withdraw is not among the agent's pending evaluations.
+    #[error("not a pending evaluation: {what}")]
+    NotPending {
+        /// The point, as text.
+        what: String,
+    },
     /// The operation is not available for this bound or agent.
     #[error("unsupported: {what}")]
     Unsupported {

@@ -1,9 +1,13 @@
 //! The types most programs need: `use kernel_bandits::prelude::*;`.
 
-pub use crate::agent::{ArmSetPolicy, BanditAgent, Misspecification, RandomAgent, UcbAgent};
+pub use crate::agent::{
+    ArmSetPolicy, BanditAgent, Choice, ContinuousOptions, Misspecification, RandomAgent, Rule,
+    UcbAgent,
+};
 pub use crate::bound::{
     Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb, SketchParams,
 };
+pub use crate::continuous::BoxDomain;
 pub use crate::env::{
     BanditRound, ContextualConfig, ContextualEnv, ContextualProblem, Environment, SyntheticConfig,
     SyntheticProblem,

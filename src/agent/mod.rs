@@ -5,13 +5,16 @@
 //! In a contextual bandit (Zenati et al. 2022), [`BanditAgent::select_contextual`] and
 //! [`BanditAgent::update_contextual`] do the same on joint [context ‖ action] points.
 
+pub mod batch;
 mod random;
 mod ucb;
 
+pub use batch::{Choice, ContinuousOptions, Rule};
 pub use random::RandomAgent;
 pub use ucb::{ArmSetPolicy, Misspecification, UcbAgent};
 
-use crate::error::Result;
+use crate::continuous::BoxDomain;
+use crate::error::{Error, Result};
 use crate::points::{AsPoints, ContextualArms, Points, join};
 
 /// A sequential decision maker over finite arm sets.
@@ -94,28 +97,187 @@ pub trait BanditAgent {
     fn update_contextual(&mut self, context: &[f64], action: &[f64], y: f64) -> Result<()> {
         self.update(&join(context, action)?, y)
     }
+
+    /// The next point to evaluate in the box `domain` rather than in a list of arms. For
+    /// [`UcbAgent`]: the maximiser of the UCB found by multi-start, box-constrained quasi-Newton
+    /// search ([`ContinuousOptions`]), or, while a UCB point is pending, the exploration point
+    /// of GP-UCB-PE (see [`batch`]). The point is not registered as pending (see
+    /// [`BanditAgent::pending`]). Deterministic for given options, observations and pending
+    /// points.
+    ///
+    /// What is certified: the point lies in the box, and its UCB (as
+    /// [`crate::bound::ConfidenceBound::evaluate`] computes it) is at least that of every start
+    /// scored. It is a local maximiser refined from the best starts, not a certified global
+    /// one; more starts make a miss less likely.
+    ///
+    /// # Errors
+    /// A domain of another dimension than the observations ([`Error::DimensionMismatch`]);
+    /// [`Error::Unsupported`] for agents, bounds or kernels without gradients (or, for
+    /// exploration, without a pending variance); [`Error::Misspecified`] under
+    /// [`Misspecification::Refuse`]; as [`crate::bound::ConfidenceBound::evaluate`]. The agent
+    /// is unchanged on error.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::continuous::BoxDomain;
+    /// use kernel_bandits::prelude::*;
+    /// let params = BoundParams::new().sigma(0.1).norm_bound(2.0).scale(1.0);
+    /// let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.2)?, params)?);
+    /// let domain = BoxDomain::unit(2)?;
+    /// for _ in 0..10 {
+    ///     let choice = agent.select_in(&domain)?;
+    ///     assert!(domain.contains(&choice.point));
+    ///     let [a, b] = [choice.point[0], choice.point[1]];
+    ///     agent.update(&choice.point, -(a - 0.3).powi(2) - (b - 0.6).powi(2))?;
+    /// }
+    /// assert_eq!(agent.bound().len(), 10);
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    fn select_in(&mut self, domain: &BoxDomain) -> Result<Choice> {
+        let _ = domain;
+        Err(unsupported(self, "continuous domains"))
+    }
+
+    /// q arms to evaluate at once (see [`BanditAgent::select_batch`]); object safe.
+    ///
+    /// # Errors
+    /// As [`BanditAgent::select_batch`].
+    fn select_batch_from(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
+        let _ = (arms, q);
+        Err(unsupported(self, "batches"))
+    }
+
+    /// q arms to evaluate at once among `arms`, registered as pending. For [`UcbAgent`],
+    /// GP-UCB-PE (see [`batch`]): one UCB arm (unless one is already pending) and arms of
+    /// largest variance given the pending ones within the relevant region. The arms are
+    /// distinct as long as that region holds q arms that are not pending; beyond that an arm
+    /// of the region is repeated (a second noisy evaluation of a candidate maximiser) rather
+    /// than one the bounds already rule out. [`BanditAgent::update`] resolves each, in any
+    /// order; [`BanditAgent::withdraw`] forgets one.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for q = 0; as [`BanditAgent::select`]. The agent is
+    /// unchanged on error (no arm of a failed batch stays pending).
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::prelude::*;
+    /// let params = BoundParams::new().sigma(0.1).norm_bound(2.0).scale(1.0);
+    /// let mut agent = UcbAgent::new(Dmm::new(Rbf::new(0.2)?, params)?);
+    /// let arms: Vec<[f64; 1]> = (0..50).map(|i| [i as f64 / 49.0]).collect();
+    /// let batch = agent.select_batch(&arms, 4)?;
+    /// assert_eq!(agent.pending_len(), 4);
+    /// for &i in batch.iter().rev() {
+    ///     agent.update(&arms[i], (6.0 * arms[i][0]).sin())?; // in any order
+    /// }
+    /// assert_eq!(agent.pending_len(), 0);
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    fn select_batch<A: AsPoints + ?Sized>(&mut self, arms: &A, q: usize) -> Result<Vec<usize>>
+    where
+        Self: Sized,
+    {
+        self.select_batch_from(&arms.as_points()?, q)
+    }
+
+    /// q points to evaluate at once in the box `domain`, registered as pending: as
+    /// [`BanditAgent::select_batch`] with [`BanditAgent::select_in`]'s search. The points are
+    /// distinct from each other and from every pending point.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for q = 0; as [`BanditAgent::select_in`]. The agent is
+    /// unchanged on error.
+    fn select_batch_in(&mut self, domain: &BoxDomain, q: usize) -> Result<Vec<Choice>> {
+        let _ = (domain, q);
+        Err(unsupported(self, "continuous domains"))
+    }
+
+    /// Registers `x` as a pending evaluation: handed to a worker, its reward still to come.
+    /// Later selections take it into account (GP-UCB-PE, see [`batch`]);
+    /// [`BanditAgent::update`] with the same point (bitwise) resolves it, in any order;
+    /// [`BanditAgent::withdraw`] forgets it. If `x` is the last UCB point the agent handed out,
+    /// it counts as the pending UCB point. A point may be pending more than once.
+    ///
+    /// # Errors
+    /// Empty, non-finite, or of another dimension than the observations or the other pending
+    /// points; [`Error::Unsupported`] for agents without pending evaluations. The agent is
+    /// unchanged on error.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::prelude::*;
+    /// let params = BoundParams::new().sigma(0.1).norm_bound(2.0).scale(1.0);
+    /// let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.2)?, params)?);
+    /// let arms: Vec<[f64; 1]> = (0..20).map(|i| [i as f64 / 19.0]).collect();
+    /// let first = agent.select(&arms)?; // worker 1 gets the UCB arm
+    /// agent.pending(&arms[first])?;
+    /// let second = agent.select(&arms)?; // worker 2: an exploration arm
+    /// agent.pending(&arms[second])?;
+    /// assert_ne!(first, second);
+    /// agent.update(&arms[second], 0.3)?; // worker 2 finishes first
+    /// agent.withdraw(&arms[first])?; // worker 1's experiment failed
+    /// assert_eq!(agent.pending_len(), 0);
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    fn pending(&mut self, x: &[f64]) -> Result<()> {
+        let _ = x;
+        Err(unsupported(self, "pending evaluations"))
+    }
+
+    /// Forgets the pending evaluation `x` (the first one bitwise equal), e.g. for a failed
+    /// experiment: the agent is then bit for bit what it would be had `x` never been pending.
+    ///
+    /// # Errors
+    /// [`Error::NotPending`] if `x` is not pending; the agent is unchanged.
+    fn withdraw(&mut self, x: &[f64]) -> Result<()> {
+        Err(Error::NotPending {
+            what: format!("{x:?}"),
+        })
+    }
+
+    /// Number of pending evaluations.
+    fn pending_len(&self) -> usize {
+        0
+    }
 }
 
-impl<A: BanditAgent + ?Sized> BanditAgent for Box<A> {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
-        (**self).select_from(arms)
-    }
-    fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
-        (**self).update(x, y)
+fn unsupported<A: BanditAgent + ?Sized>(agent: &A, what: &str) -> Error {
+    Error::Unsupported {
+        what: format!("{what} with the {} agent", agent.name()),
     }
 }
 
-impl<A: BanditAgent + ?Sized> BanditAgent for &mut A {
-    fn name(&self) -> String {
-        (**self).name()
-    }
-    fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
-        (**self).select_from(arms)
-    }
-    fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
-        (**self).update(x, y)
-    }
+macro_rules! forward_agent {
+    ($($wrapper:ty),*) => {$(
+        impl<A: BanditAgent + ?Sized> BanditAgent for $wrapper {
+            fn name(&self) -> String {
+                (**self).name()
+            }
+            fn select_from(&mut self, arms: &Points<'_>) -> Result<usize> {
+                (**self).select_from(arms)
+            }
+            fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
+                (**self).update(x, y)
+            }
+            fn select_in(&mut self, domain: &BoxDomain) -> Result<Choice> {
+                (**self).select_in(domain)
+            }
+            fn select_batch_from(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
+                (**self).select_batch_from(arms, q)
+            }
+            fn select_batch_in(&mut self, domain: &BoxDomain, q: usize) -> Result<Vec<Choice>> {
+                (**self).select_batch_in(domain, q)
+            }
+            fn pending(&mut self, x: &[f64]) -> Result<()> {
+                (**self).pending(x)
+            }
+            fn withdraw(&mut self, x: &[f64]) -> Result<()> {
+                (**self).withdraw(x)
+            }
+            fn pending_len(&self) -> usize {
+                (**self).pending_len()
+            }
+        }
+    )*};
 }
+forward_agent!(Box<A>, &mut A);

@@ -4,6 +4,8 @@ use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
 use super::BanditAgent;
+use super::batch::{Choice, PendingSet, Rule};
+use crate::continuous::BoxDomain;
 use crate::error::{Error, Result};
 use crate::points::{Points, check_point};
 
@@ -24,6 +26,7 @@ use crate::points::{Points, check_point};
 pub struct RandomAgent<R = ChaCha8Rng> {
     rng: R,
     dim: Option<usize>,
+    pending: PendingSet,
 }
 
 impl RandomAgent<ChaCha8Rng> {
@@ -36,7 +39,11 @@ impl RandomAgent<ChaCha8Rng> {
 impl<R: Rng> RandomAgent<R> {
     /// A random agent driven by `rng`.
     pub fn with_rng(rng: R) -> Self {
-        Self { rng, dim: None }
+        Self {
+            rng,
+            dim: None,
+            pending: PendingSet::default(),
+        }
     }
 }
 
@@ -68,6 +75,105 @@ impl<R: Rng> BanditAgent for RandomAgent<R> {
             });
         }
         self.dim = Some(x.len());
+        self.pending.remove(x);
+        Ok(())
+    }
+
+    /// A uniform point in the box; its `ucb` is +∞.
+    fn select_in(&mut self, domain: &BoxDomain) -> Result<Choice> {
+        self.check_domain(domain)?;
+        Ok(self.uniform_in(domain))
+    }
+
+    /// q arms drawn uniformly without replacement (with replacement once all are drawn).
+    fn select_batch_from(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
+        let first = self.select_from(arms)?;
+        check_batch_size(q)?;
+        let mut order: Vec<usize> = (0..arms.len()).collect();
+        order.swap(0, first);
+        let mut out = vec![first];
+        let mut scratch = vec![0.0; arms.dim()];
+        for k in 1..q {
+            let pick = if k < arms.len() {
+                let j = self.rng.random_range(k..arms.len());
+                order.swap(k, j);
+                order[k]
+            } else {
+                self.rng.random_range(0..arms.len())
+            };
+            out.push(pick);
+        }
+        for &i in &out {
+            self.pending.add(arms.point(i, &mut scratch));
+        }
+        Ok(out)
+    }
+
+    /// q uniform points in the box, registered as pending.
+    fn select_batch_in(&mut self, domain: &BoxDomain, q: usize) -> Result<Vec<Choice>> {
+        check_batch_size(q)?;
+        self.check_domain(domain)?;
+        let out: Vec<Choice> = (0..q).map(|_| self.uniform_in(domain)).collect();
+        for c in &out {
+            self.pending.add(&c.point);
+        }
+        Ok(out)
+    }
+
+    fn pending(&mut self, x: &[f64]) -> Result<()> {
+        check_point(x, self.dim.or(self.pending.dim()), "pending point")?;
+        self.pending.add(x);
+        Ok(())
+    }
+
+    fn withdraw(&mut self, x: &[f64]) -> Result<()> {
+        if self.pending.remove(x) {
+            Ok(())
+        } else {
+            Err(Error::NotPending {
+                what: format!("{x:?}"),
+            })
+        }
+    }
+
+    fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+}
+
+impl<R: Rng> RandomAgent<R> {
+    fn check_domain(&self, domain: &BoxDomain) -> Result<()> {
+        match self.dim.or(self.pending.dim()) {
+            Some(expected) if expected != domain.dim() => Err(Error::DimensionMismatch {
+                expected,
+                got: domain.dim(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn uniform_in(&mut self, domain: &BoxDomain) -> Choice {
+        let u: Vec<f64> = (0..domain.dim())
+            .map(|_| self.rng.random::<f64>())
+            .collect();
+        let mut point = vec![0.0; domain.dim()];
+        domain.from_unit(&u, &mut point);
+        Choice {
+            point,
+            ucb: f64::INFINITY,
+            rule: Rule::Random,
+        }
+    }
+}
+
+fn check_batch_size(q: usize) -> Result<()> {
+    if q == 0 {
+        Err(Error::InvalidParameter {
+            name: "q",
+            value: 0.0,
+            expected: "a batch of at least one point",
+        })
+    } else {
         Ok(())
     }
 }
@@ -80,6 +186,7 @@ mod snapshot {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::RandomAgent;
+    use crate::agent::batch::PendingSet;
     use crate::rng::chacha;
 
     #[derive(Serialize)]
@@ -87,6 +194,7 @@ mod snapshot {
         #[serde(with = "chacha")]
         rng: &'a ChaCha8Rng,
         dim: Option<usize>,
+        pending: &'a PendingSet,
     }
 
     #[derive(Deserialize)]
@@ -94,6 +202,8 @@ mod snapshot {
         #[serde(with = "chacha")]
         rng: ChaCha8Rng,
         dim: Option<usize>,
+        #[serde(default)]
+        pending: PendingSet,
     }
 
     impl Serialize for RandomAgent<ChaCha8Rng> {
@@ -101,6 +211,7 @@ mod snapshot {
             Saved {
                 rng: &self.rng,
                 dim: self.dim,
+                pending: &self.pending,
             }
             .serialize(s)
         }
@@ -108,8 +219,8 @@ mod snapshot {
 
     impl<'de> Deserialize<'de> for RandomAgent<ChaCha8Rng> {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            let Restored { rng, dim } = Restored::deserialize(d)?;
-            Ok(Self { rng, dim })
+            let Restored { rng, dim, pending } = Restored::deserialize(d)?;
+            Ok(Self { rng, dim, pending })
         }
     }
 
@@ -118,7 +229,8 @@ mod snapshot {
             "random-agent<chacha8>".into()
         }
         fn restore(&mut self) -> crate::error::Result<()> {
-            crate::snapshot::ensure(self.dim != Some(0), || "dimension 0".into())
+            crate::snapshot::ensure(self.dim != Some(0), || "dimension 0".into())?;
+            self.pending.check()
         }
     }
 }

@@ -1,7 +1,9 @@
 //! The kernel UCB agent.
 
 use super::BanditAgent;
+use super::batch::{Choice, ContinuousOptions, PendingSet, Rule, exploration_arm};
 use crate::bound::ConfidenceBound;
+use crate::continuous::BoxDomain;
 use crate::error::{Error, Result};
 use crate::points::{AsPoints, Points};
 
@@ -84,6 +86,12 @@ pub struct UcbAgent<B> {
     /// The arms of the last `select` while detecting, or of the declared set; row-major.
     previous: Vec<f64>,
     previous_len: usize,
+    /// Pending evaluations ([`UcbAgent::pending`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(super) pending_set: PendingSet,
+    /// How [`UcbAgent::select_in`] searches a box.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(super) continuous: ContinuousOptions,
 }
 
 impl<B: ConfidenceBound> UcbAgent<B> {
@@ -95,6 +103,8 @@ impl<B: ConfidenceBound> UcbAgent<B> {
             misspecification: Misspecification::default(),
             previous: Vec::new(),
             previous_len: 0,
+            pending_set: PendingSet::default(),
+            continuous: ContinuousOptions::default(),
         }
     }
 
@@ -194,6 +204,21 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         self.bound
     }
 
+    /// Under [`Misspecification::Refuse`], the error for an empty confidence set.
+    pub(super) fn check_specified(&self) -> Result<()> {
+        if self.misspecification == Misspecification::Refuse {
+            let diagnostics = self.bound.diagnostics();
+            if diagnostics.empty_set() {
+                let (regulariser, radius_sq) = diagnostics.smallest_radius.unwrap_or_default();
+                return Err(Error::Misspecified {
+                    regulariser,
+                    radius_sq,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Whether `arms` are the arms remembered: those of the last `select`, which are the set
     /// the bound keeps whenever it keeps one.
     fn same_as_previous(&self, arms: &Points<'_>) -> bool {
@@ -241,24 +266,49 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
         if arms.is_empty() {
             return Err(Error::NoArms);
         }
-        if self.misspecification == Misspecification::Refuse {
-            let diagnostics = self.bound.diagnostics();
-            if diagnostics.empty_set() {
-                let (regulariser, radius_sq) = diagnostics.smallest_radius.unwrap_or_default();
-                return Err(Error::Misspecified {
-                    regulariser,
-                    radius_sq,
-                });
-            }
+        self.check_specified()?;
+        if self.pending_set.explore_next() {
+            return exploration_arm(&self.bound, arms, &self.pending_set);
         }
-        match self.policy {
+        let best = match self.policy {
             ArmSetPolicy::Detect { memory_limit } => self.select_detecting(arms, memory_limit),
             ArmSetPolicy::Declared | ArmSetPolicy::Off => self.bound.argmax_ucb(arms),
-        }
+        }?;
+        let mut scratch = vec![0.0; arms.dim()];
+        self.pending_set
+            .handed_out(arms.point(best, &mut scratch), Rule::Ucb);
+        Ok(best)
     }
 
+    /// Absorbs the reward; if `x` is pending (bitwise), it is resolved.
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
-        self.bound.observe(x, y)
+        self.bound.observe(x, y)?;
+        self.pending_set.remove(x);
+        Ok(())
+    }
+
+    fn select_in(&mut self, domain: &BoxDomain) -> Result<Choice> {
+        self.select_in_inner(domain)
+    }
+
+    fn select_batch_from(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
+        self.select_batch_inner(arms, q)
+    }
+
+    fn select_batch_in(&mut self, domain: &BoxDomain, q: usize) -> Result<Vec<Choice>> {
+        self.select_batch_in_inner(domain, q)
+    }
+
+    fn pending(&mut self, x: &[f64]) -> Result<()> {
+        self.pending_inner(x)
+    }
+
+    fn withdraw(&mut self, x: &[f64]) -> Result<()> {
+        self.withdraw_inner(x)
+    }
+
+    fn pending_len(&self) -> usize {
+        self.pending_set.len()
     }
 }
 
@@ -280,6 +330,14 @@ impl<B: ConfidenceBound + crate::snapshot::Snapshot> crate::snapshot::Snapshot f
             dim == 0 || self.previous.is_empty() || self.previous.len() == self.previous_len * dim,
             || "remembered arms of another dimension".into(),
         )?;
-        crate::snapshot::ensure_finite(&self.previous, "remembered arms")
+        crate::snapshot::ensure_finite(&self.previous, "remembered arms")?;
+        self.pending_set.check()?;
+        crate::snapshot::ensure(
+            self.pending_set.dim().is_none_or(|d| dim == 0 || d == dim),
+            || "pending points of another dimension".into(),
+        )?;
+        self.continuous
+            .check()
+            .map_err(crate::snapshot::rebuild_error("continuous options"))
     }
 }

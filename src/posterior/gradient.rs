@@ -38,10 +38,22 @@ pub(crate) struct PointSolve {
     pub(crate) variances: Vec<f64>,
 }
 
+/// The kernel values and gradients at one query point x.
+struct Column {
+    /// k(x, x).
+    prior: f64,
+    /// k_t(x).
+    column: Vec<f64>,
+    /// J, row-major t × d.
+    jacobian: Vec<f64>,
+    /// ∇k(x, x).
+    diag_gradient: Vec<f64>,
+}
+
 impl<K: Kernel> ExactPosterior<K> {
     /// The kernel column k_t(x), the Jacobian J (row-major t × d) and ∇k(x, x) at a checked
     /// point.
-    fn jacobian(&self, x: &[f64]) -> Result<(f64, Vec<f64>, Vec<f64>, Vec<f64>)> {
+    fn jacobian(&self, x: &[f64]) -> Result<Column> {
         check_point(x, self.dim(), "query point")?;
         crate::kernel::check_against_stored(self.kernel(), self.dim(), x.len())?;
         let (t, d) = (self.len(), x.len());
@@ -69,7 +81,12 @@ impl<K: Kernel> ExactPosterior<K> {
                 what: "kernel value or gradient at a query point".into(),
             });
         }
-        Ok((prior, column, jacobian, diag_gradient))
+        Ok(Column {
+            prior,
+            column,
+            jacobian,
+            diag_gradient,
+        })
     }
 
     /// The solves at `x` for every regulariser (see [`PointSolve`]): O(td) kernel values and
@@ -80,7 +97,12 @@ impl<K: Kernel> ExactPosterior<K> {
     /// [`Error::NonFinite`] for non-finite kernel values; [`Error::NotPositiveDefinite`] if
     /// rounding made a variance clearly negative.
     pub(crate) fn point_solve(&self, x: &[f64]) -> Result<PointSolve> {
-        let (prior, column, jacobian, diag_gradient) = self.jacobian(x)?;
+        let Column {
+            prior,
+            column,
+            jacobian,
+            diag_gradient,
+        } = self.jacobian(x)?;
         let n_reg = self.regularisers().len();
         let mut solved = Vec::with_capacity(n_reg);
         let mut means = Vec::with_capacity(n_reg);
@@ -318,7 +340,12 @@ impl<K: Kernel> PendingVariance for ConditionedVariance<'_, K> {
 
     fn variance_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         self.check_dim(x.len())?;
-        let (prior, column, jacobian, mut gradient) = self.posterior.jacobian(x)?;
+        let Column {
+            prior,
+            column,
+            jacobian,
+            diag_gradient: mut gradient,
+        } = self.posterior.jacobian(x)?;
         let factor = self.posterior.factor(self.r);
         let (t, p, d) = (self.posterior.len(), self.p(), x.len());
         let mut v = column;

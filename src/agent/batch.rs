@@ -1,0 +1,498 @@
+//! Batches, pending evaluations and continuous domains for the UCB agent: GP-UCB-PE (Contal,
+//! Buffoni, Robicquet & Vayatis 2013, Alg. 1) on the crate's confidence bounds, and the
+//! multi-start maximisation of the UCB over a box.
+//!
+//! # The rule
+//! A batch of q points is one *UCB point*, the maximiser of the upper confidence bound U_t, and
+//! q − 1 *exploration points*. Each exploration point maximises the posterior variance given
+//! the pending points (the variance of a Gaussian process needs no targets, so a pending point
+//! already shrinks it), over the *relevant region* R_t = {x : U_t(x) ≥ max_x′ L_t(x′)}.
+//! Asynchronously, one point at a time: the next point is a UCB point unless a UCB point is
+//! still pending, in which case it is an exploration point. With q workers kept busy this is the
+//! synchronous rule, one UCB point among every q in flight.
+//!
+//! # What holds
+//! - Pending points never enter the mean, the width or the bounds: L_t and U_t are those of the
+//!   observations only, so every bound the agent reports keeps its guarantee (with probability
+//!   1 − δ, L_t(x) ≤ f(x) ≤ U_t(x) at every x and every round), whatever the batch size.
+//! - On that event the maximiser x* of f lies in R_t (U_t(x*) ≥ f(x*) ≥ f(x′) ≥ L_t(x′) for every
+//!   x′), so exploration never leaves out the optimum. The threshold is taken over the scored
+//!   candidates, a lower bound on max L_t, so the region searched contains R_t.
+//! - Contal et al. (2013, Thm. 2) bound the regret of GP-UCB-PE using only these two facts and
+//!   the information gain of the variances; this crate does not re-derive their constants for
+//!   its (narrower) widths, so no rate is claimed here.
+
+use super::{BanditAgent, UcbAgent};
+use crate::bound::ConfidenceBound;
+use crate::continuous::{BoxDomain, RefineOptions, refine};
+use crate::error::{Error, Result};
+use crate::points::{Points, check_point};
+
+/// Which rule chose a point (see the [module documentation](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Rule {
+    /// The maximiser of the upper confidence bound.
+    Ucb,
+    /// The maximiser of the variance given the pending points, within the relevant region.
+    Exploration,
+    /// Drawn uniformly at random ([`super::RandomAgent`]); its `ucb` is +∞, the trivial bound.
+    Random,
+}
+
+/// A point chosen in a continuous domain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Choice {
+    /// The point, inside the domain.
+    pub point: Vec<f64>,
+    /// Its upper confidence bound, as [`ConfidenceBound::evaluate`] computes it.
+    pub ucb: f64,
+    /// Which rule chose it.
+    pub rule: Rule,
+}
+
+/// How [`UcbAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
+/// sequence, [`BoxDomain::space_filling`]) are scored in one batch, and the best `refine` of them
+/// are refined by a box-constrained quasi-Newton method ([`crate::continuous::refine`]). The
+/// starts are drawn afresh each round from `seed`, the number of observations and the number
+/// of pending points, so a run is reproducible.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ContinuousOptions {
+    /// Space-filling starts scored per choice (at least 1).
+    pub starts: usize,
+    /// How many of the best starts are refined (at least 1).
+    pub refine: usize,
+    /// Seed of the starts.
+    pub seed: u64,
+}
+
+impl Default for ContinuousOptions {
+    /// 1024 starts, the best 5 refined, seed 0.
+    fn default() -> Self {
+        Self {
+            starts: 1024,
+            refine: 5,
+            seed: 0,
+        }
+    }
+}
+
+impl ContinuousOptions {
+    pub(crate) fn check(&self) -> Result<()> {
+        for (name, value) in [("starts", self.starts), ("refine", self.refine)] {
+            if value == 0 {
+                return Err(Error::InvalidParameter {
+                    name,
+                    value: 0.0,
+                    expected: "at least 1",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The pending evaluations of an agent: points handed out whose rewards have not arrived.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct PendingSet {
+    /// Row-major points.
+    points: Vec<f64>,
+    dim: usize,
+    /// Whether each was a UCB point.
+    ucb: Vec<bool>,
+    /// The last UCB point handed out: a `pending` call with it marks it as one.
+    last_ucb_pick: Option<Vec<f64>>,
+}
+
+impl PendingSet {
+    pub(crate) fn len(&self) -> usize {
+        self.ucb.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ucb.is_empty()
+    }
+
+    pub(crate) fn point(&self, i: usize) -> &[f64] {
+        &self.points[i * self.dim..(i + 1) * self.dim]
+    }
+
+    pub(crate) fn points(&self) -> Result<Points<'_>> {
+        Points::from_row_major(&self.points, self.dim.max(1))
+    }
+
+    /// Whether a UCB point is pending: the next point is then an exploration point.
+    pub(crate) fn explore_next(&self) -> bool {
+        self.ucb.iter().any(|&u| u)
+    }
+
+    fn position(&self, x: &[f64]) -> Option<usize> {
+        (0..self.len()).find(|&i| same_bits(self.point(i), x))
+    }
+
+    pub(crate) fn contains(&self, x: &[f64]) -> bool {
+        self.position(x).is_some()
+    }
+
+    /// Adds `x` (checked by the caller); a UCB point if it is the last UCB point handed out.
+    pub(crate) fn add(&mut self, x: &[f64]) {
+        let ucb = self
+            .last_ucb_pick
+            .as_deref()
+            .is_some_and(|last| same_bits(last, x));
+        self.dim = x.len();
+        self.points.extend_from_slice(x);
+        self.ucb.push(ucb);
+    }
+
+    /// Removes the first pending point bitwise equal to `x`; whether there was one.
+    pub(crate) fn remove(&mut self, x: &[f64]) -> bool {
+        match self.position(x) {
+            Some(i) => {
+                self.points.drain(i * self.dim..(i + 1) * self.dim);
+                self.ucb.remove(i);
+                if self.ucb.is_empty() {
+                    self.dim = 0;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn handed_out(&mut self, x: &[f64], rule: Rule) {
+        if rule == Rule::Ucb {
+            let last = self.last_ucb_pick.get_or_insert_with(Vec::new);
+            last.clear();
+            last.extend_from_slice(x);
+        }
+    }
+
+    pub(crate) fn dim(&self) -> Option<usize> {
+        (!self.is_empty()).then_some(self.dim)
+    }
+
+    /// Whether a restored set is consistent: one flag per point, finite points of one
+    /// dimension.
+    #[cfg(feature = "serde")]
+    pub(crate) fn check(&self) -> Result<()> {
+        crate::snapshot::ensure(
+            self.points.len() == self.ucb.len() * self.dim && (self.dim > 0 || self.ucb.is_empty()),
+            || "pending points of inconsistent dimension".into(),
+        )?;
+        crate::snapshot::ensure_finite(&self.points, "pending points")?;
+        if let Some(last) = &self.last_ucb_pick {
+            crate::snapshot::ensure_finite(last, "last UCB point")?;
+        }
+        Ok(())
+    }
+}
+
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// The exploration arm among `arms`: the largest variance given the pending points within the
+/// relevant region {U ≥ max L}, preferring arms not already pending (lowest index among ties).
+/// When every arm of the region is pending, a pending arm is repeated (its variance, shrunk by
+/// the pending evaluation, still ranks it), rather than leaving the region.
+pub(crate) fn exploration_arm<B: ConfidenceBound + ?Sized>(
+    bound: &B,
+    arms: &Points<'_>,
+    pending: &PendingSet,
+) -> Result<usize> {
+    let bounds = bound.evaluate(arms)?;
+    let threshold = max_finite(&bounds.lcb)?;
+    let variance = bound.pending_variance(&pending.points()?)?.variance(arms)?;
+    let mut scratch = vec![0.0; arms.dim()];
+    let in_region: Vec<usize> = (0..arms.len())
+        .filter(|&j| bounds.ucb[j] >= threshold)
+        .collect();
+    let fresh: Vec<usize> = in_region
+        .iter()
+        .copied()
+        .filter(|&j| !pending.contains(arms.point(j, &mut scratch)))
+        .collect();
+    let candidates = if fresh.is_empty() { &in_region } else { &fresh };
+    let mut best: Option<usize> = None;
+    for &j in candidates {
+        if best.is_none_or(|b| variance[j] > variance[b]) {
+            best = Some(j);
+        }
+    }
+    // The arm with the largest LCB is always in the region, so it is never empty.
+    best.ok_or(Error::NoArms)
+}
+
+fn max_finite(values: &[f64]) -> Result<f64> {
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if max.is_nan() || values.iter().any(|v| v.is_nan()) {
+        return Err(Error::NonFinite {
+            what: "lower confidence bound".into(),
+        });
+    }
+    Ok(max)
+}
+
+/// The seed of the starts of one choice: the options' seed mixed with the number of
+/// observations and of pending points (SplitMix64's finaliser).
+fn round_seed(seed: u64, observations: usize, pending: usize) -> u64 {
+    let mut z = seed
+        ^ (observations as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (pending as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Indices of the `count` largest values, largest first, lowest index among ties.
+fn best_indices(values: &[f64], count: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    order.sort_by(|&a, &b| values[b].total_cmp(&values[a]).then(a.cmp(&b)));
+    order.truncate(count);
+    order
+}
+
+/// The UCB point in `domain`: the best starts refined on U by its gradient; of the refined
+/// points and their starts, the one whose U (by `evaluate`) is largest, so the value returned is
+/// never below any start's.
+pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
+    bound: &B,
+    domain: &BoxDomain,
+    options: &ContinuousOptions,
+    seed: u64,
+    warm: Option<&[f64]>,
+) -> Result<Choice> {
+    let d = domain.dim();
+    let mut starts = domain.space_filling(options.starts, seed);
+    if let Some(w) = warm.filter(|w| domain.contains(w)) {
+        starts.extend_from_slice(w);
+    }
+    let points = Points::from_row_major(&starts, d)?;
+    let values = bound.evaluate(&points)?.ucb;
+    max_finite(&values)?;
+    let mut objective = |x: &[f64]| bound.ucb_gradient(x);
+    let mut finalists = Vec::new();
+    for j in best_indices(&values, options.refine) {
+        let start = &starts[j * d..(j + 1) * d];
+        let refined = refine(domain, start, &mut objective, &RefineOptions::default())?;
+        finalists.extend_from_slice(&refined.point);
+        finalists.extend_from_slice(start);
+    }
+    let finalists_points = Points::from_row_major(&finalists, d)?;
+    let scores = bound.evaluate(&finalists_points)?.ucb;
+    let best = best_indices(&scores, 1)[0];
+    Ok(Choice {
+        point: finalists[best * d..(best + 1) * d].to_vec(),
+        ucb: scores[best],
+        rule: Rule::Ucb,
+    })
+}
+
+/// The exploration point in `domain`: of the starts in the relevant region (not pending), the
+/// best by variance given the pending points are refined on that variance; a refined point is
+/// kept only if it is still in the region and not pending, else its start.
+pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
+    bound: &B,
+    domain: &BoxDomain,
+    options: &ContinuousOptions,
+    seed: u64,
+    pending: &PendingSet,
+) -> Result<Choice> {
+    let d = domain.dim();
+    let starts = domain.space_filling(options.starts, seed);
+    let points = Points::from_row_major(&starts, d)?;
+    let bounds = bound.evaluate(&points)?;
+    let threshold = max_finite(&bounds.lcb)?;
+    let conditioned = bound.pending_variance(&pending.points()?)?;
+    let variance = conditioned.variance(&points)?;
+    let admissible = |x: &[f64], ucb: f64| ucb >= threshold && !pending.contains(x);
+    let ranked: Vec<f64> = (0..starts.len() / d)
+        .map(|j| {
+            if admissible(&starts[j * d..(j + 1) * d], bounds.ucb[j]) {
+                variance[j]
+            } else {
+                f64::NEG_INFINITY
+            }
+        })
+        .collect();
+    let mut objective = |x: &[f64]| conditioned.variance_gradient(x);
+    let mut best: Option<(Vec<f64>, f64)> = None;
+    for j in best_indices(&ranked, options.refine) {
+        if ranked[j] == f64::NEG_INFINITY {
+            break;
+        }
+        let start = &starts[j * d..(j + 1) * d];
+        let refined = refine(domain, start, &mut objective, &RefineOptions::default())?;
+        let ucb = bound
+            .evaluate(&Points::from_row_major(&refined.point, d)?)?
+            .ucb[0];
+        let candidate = if admissible(&refined.point, ucb) && refined.value >= ranked[j] {
+            (refined.point, refined.value)
+        } else {
+            (start.to_vec(), ranked[j])
+        };
+        if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
+            best = Some(candidate);
+        }
+    }
+    // The start with the largest LCB is in the region; it can only be missing if every
+    // admissible start is pending, which space-filling starts drawn afresh make impossible in
+    // practice. Fall back to the UCB point then.
+    let Some((point, _)) = best else {
+        return ucb_in(bound, domain, options, seed, None);
+    };
+    let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
+    Ok(Choice {
+        point,
+        ucb,
+        rule: Rule::Exploration,
+    })
+}
+
+impl<B: ConfidenceBound> UcbAgent<B> {
+    /// Sets how [`UcbAgent::select_in`] searches a box (see [`ContinuousOptions`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for zero starts or zero refinements.
+    pub fn with_continuous(mut self, options: ContinuousOptions) -> Result<Self> {
+        options.check()?;
+        self.continuous = options;
+        Ok(self)
+    }
+
+    /// How [`UcbAgent::select_in`] searches a box.
+    pub fn continuous(&self) -> ContinuousOptions {
+        self.continuous
+    }
+
+    pub(super) fn select_in_inner(&mut self, domain: &BoxDomain) -> Result<Choice> {
+        self.check_domain(domain)?;
+        self.check_specified()?;
+        let choice = self.choose_in(domain)?;
+        self.pending_set.handed_out(&choice.point, choice.rule);
+        Ok(choice)
+    }
+
+    pub(super) fn select_batch_in_inner(
+        &mut self,
+        domain: &BoxDomain,
+        q: usize,
+    ) -> Result<Vec<Choice>> {
+        check_batch(q)?;
+        self.check_domain(domain)?;
+        self.check_specified()?;
+        let saved = self.pending_set.clone();
+        let mut out = Vec::with_capacity(q);
+        for _ in 0..q {
+            match self.choose_in(domain) {
+                Ok(choice) => {
+                    self.pending_set.handed_out(&choice.point, choice.rule);
+                    self.pending_set.add(&choice.point);
+                    out.push(choice);
+                }
+                Err(e) => {
+                    self.pending_set = saved;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn select_batch_inner(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
+        check_batch(q)?;
+        let saved = self.pending_set.clone();
+        let mut out = Vec::with_capacity(q);
+        let mut scratch = vec![0.0; arms.dim()];
+        for _ in 0..q {
+            match self.select_from(arms) {
+                Ok(i) => {
+                    self.pending_set.add(arms.point(i, &mut scratch));
+                    out.push(i);
+                }
+                Err(e) => {
+                    self.pending_set = saved;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn pending_inner(&mut self, x: &[f64]) -> Result<()> {
+        let expected = self.bound().dim().or(self.pending_set.dim());
+        check_point(x, expected, "pending point")?;
+        self.pending_set.add(x);
+        Ok(())
+    }
+
+    pub(super) fn withdraw_inner(&mut self, x: &[f64]) -> Result<()> {
+        if self.pending_set.remove(x) {
+            Ok(())
+        } else {
+            Err(Error::NotPending {
+                what: format!("{x:?}"),
+            })
+        }
+    }
+
+    /// The pending evaluations, oldest first.
+    pub fn pending_points(&self) -> Vec<Vec<f64>> {
+        (0..self.pending_set.len())
+            .map(|i| self.pending_set.point(i).to_vec())
+            .collect()
+    }
+
+    fn check_domain(&self, domain: &BoxDomain) -> Result<()> {
+        let expected = self.bound().dim().or(self.pending_set.dim());
+        if let Some(expected) = expected
+            && expected != domain.dim()
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: domain.dim(),
+            });
+        }
+        Ok(())
+    }
+
+    fn choose_in(&self, domain: &BoxDomain) -> Result<Choice> {
+        let seed = round_seed(
+            self.continuous.seed,
+            self.bound().len(),
+            self.pending_set.len(),
+        );
+        if self.pending_set.explore_next() {
+            exploration_in(
+                self.bound(),
+                domain,
+                &self.continuous,
+                seed,
+                &self.pending_set,
+            )
+        } else {
+            ucb_in(
+                self.bound(),
+                domain,
+                &self.continuous,
+                seed,
+                self.pending_set.last_ucb_pick.as_deref(),
+            )
+        }
+    }
+}
+
+fn check_batch(q: usize) -> Result<()> {
+    if q == 0 {
+        Err(Error::InvalidParameter {
+            name: "q",
+            value: 0.0,
+            expected: "a batch of at least one point",
+        })
+    } else {
+        Ok(())
+    }
+}

@@ -1,0 +1,235 @@
+//! Batches and pending evaluations on finite arm sets (GP-UCB-PE, Contal et al. 2013): the
+//! exploration arm against an independent dense computation of the variance given the pending
+//! points and of the relevant region; bit-identity of pending-then-update and of withdrawal;
+//! distinctness; errors that change nothing.
+
+use kernel_bandits::kernel::Kernel;
+use kernel_bandits::prelude::*;
+use nalgebra::{DMatrix, DVector};
+
+fn params() -> BoundParams {
+    BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(2.0)
+        .delta(0.05)
+        .scale(1.0)
+}
+
+fn f(x: &[f64]) -> f64 {
+    (5.0 * x[0]).sin() * (1.0 - x[1]) + x[1]
+}
+
+/// A grid of 11 × 11 arms in [0, 1]², with an exact duplicate and a mirrored pair at the end.
+fn arms() -> Vec<Vec<f64>> {
+    let mut out: Vec<Vec<f64>> = (0..121)
+        .map(|i| vec![(i % 11) as f64 / 10.0, (i / 11) as f64 / 10.0])
+        .collect();
+    out.push(vec![0.5, 0.5]);
+    out.push(vec![0.25, 0.75]);
+    out.push(vec![0.75, 0.25]);
+    out
+}
+
+fn agent_after(n: usize) -> UcbAgent<Amm<Rbf>> {
+    let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.25).unwrap(), params()).unwrap());
+    let arms = arms();
+    for k in 0..n {
+        let x = &arms[(k * 37) % arms.len()];
+        agent.update(x, f(x)).unwrap();
+    }
+    agent
+}
+
+/// ρ²(x) given the observed and the pending inputs at regulariser a, by a dense Cholesky.
+fn dense_variance(kernel: &Rbf, inputs: &[Vec<f64>], a: f64, x: &[f64]) -> f64 {
+    let n = inputs.len();
+    let gram = DMatrix::from_fn(n, n, |i, j| {
+        kernel.eval(&inputs[i], &inputs[j]) + if i == j { a } else { 0.0 }
+    });
+    let k = DVector::from_fn(n, |i, _| kernel.eval(&inputs[i], x));
+    kernel.eval(x, x) - k.dot(&gram.cholesky().unwrap().solve(&k))
+}
+
+/// The first arm of a batch is the plain UCB arm; each further one maximises the dense
+/// variance given the observed and pending inputs over the arms of the relevant region
+/// {U ≥ max L}, among those not pending.
+#[test]
+fn batch_follows_gp_ucb_pe_against_a_dense_reference() {
+    let arms = arms();
+    let kernel = Rbf::new(0.25).unwrap();
+    // Whether the region ever excluded an arm of larger variance than the one chosen, so that
+    // the test sees the region at work.
+    let mut region_mattered = false;
+    for n in [0, 1, 5, 20, 60, 150] {
+        let mut agent = agent_after(n);
+        let plain = agent.clone().select(&arms).unwrap();
+        let batch = agent.select_batch(&arms, 6).unwrap();
+        assert_eq!(batch[0], plain, "the first point is the UCB arm");
+        let observed: Vec<Vec<f64>> = (0..agent.bound().len())
+            .map(|i| agent.bound().posterior().input(i).to_vec())
+            .collect();
+        let b = agent.bound().bounds(&arms).unwrap();
+        let threshold = b.lcb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        for k in 1..batch.len() {
+            let mut inputs = observed.clone();
+            inputs.extend(batch[..k].iter().map(|&i| arms[i].clone()));
+            let pending: Vec<&Vec<f64>> = batch[..k].iter().map(|&i| &arms[i]).collect();
+            let variance: Vec<f64> = arms
+                .iter()
+                .map(|x| dense_variance(&kernel, &inputs, 0.01, x))
+                .collect();
+            let best = (0..arms.len())
+                .filter(|&j| b.ucb[j] >= threshold && !pending.contains(&&arms[j]))
+                .map(|j| variance[j])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let chosen = batch[k];
+            region_mattered |=
+                (0..arms.len()).any(|j| b.ucb[j] < threshold && variance[j] > variance[chosen]);
+            assert!(b.ucb[chosen] >= threshold, "point {k} outside the region");
+            assert!(
+                !pending.contains(&&arms[chosen]),
+                "point {k} repeats a pending arm"
+            );
+            assert!(
+                variance[chosen] >= best - 1e-12 * best.abs().max(1e-300),
+                "n = {n}, point {k}: variance {} below the region's best {best}",
+                variance[chosen]
+            );
+        }
+        let mut sorted = batch.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len(),
+            batch.len(),
+            "batch points are distinct: {batch:?}"
+        );
+        assert_eq!(agent.pending_len(), 6);
+    }
+    assert!(
+        region_mattered,
+        "the relevant region never excluded a high-variance arm"
+    );
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn pending_then_update_equals_plain_update_and_withdrawal_is_invisible() {
+    let arms = arms();
+    let mut plain = agent_after(7);
+    let mut with_pending = plain.clone();
+    let i = plain.select(&arms).unwrap();
+    assert_eq!(with_pending.select(&arms).unwrap(), i);
+    // Withdrawal: pending then withdraw leaves the same bytes as never pending.
+    let mut withdrawn = with_pending.clone();
+    withdrawn.pending(&arms[i]).unwrap();
+    withdrawn.pending(&arms[3]).unwrap();
+    withdrawn.withdraw(&arms[i]).unwrap();
+    withdrawn.withdraw(&arms[3]).unwrap();
+    assert!(
+        withdrawn.to_bytes().unwrap() == with_pending.to_bytes().unwrap(),
+        "withdrawal left a trace"
+    );
+    // Pending, then resolved out of order, equals plain updates.
+    with_pending.pending(&arms[i]).unwrap();
+    with_pending.pending(&arms[3]).unwrap();
+    with_pending.update(&arms[3], f(&arms[3])).unwrap();
+    with_pending.update(&arms[i], f(&arms[i])).unwrap();
+    plain.update(&arms[3], f(&arms[3])).unwrap();
+    plain.update(&arms[i], f(&arms[i])).unwrap();
+    assert_eq!(with_pending.pending_len(), 0);
+    assert!(
+        with_pending.to_bytes().unwrap() == plain.to_bytes().unwrap(),
+        "pending then update differs from update"
+    );
+    assert_eq!(
+        with_pending.bound().bounds(&arms).unwrap(),
+        plain.bound().bounds(&arms).unwrap()
+    );
+}
+
+/// The asynchronous rule: a UCB arm while none is pending, exploration arms while one is.
+#[test]
+fn asynchronous_workers_keep_one_ucb_point_in_flight() {
+    let arms = arms();
+    let mut agent = agent_after(10);
+    let ucb = agent.select(&arms).unwrap();
+    agent.pending(&arms[ucb]).unwrap();
+    let mut reference = agent.clone();
+    let explore = agent.select(&arms).unwrap();
+    assert_ne!(explore, ucb);
+    agent.pending(&arms[explore]).unwrap();
+    // The exploration arm finishes first: the UCB arm is still pending, so explore again.
+    agent.update(&arms[explore], f(&arms[explore])).unwrap();
+    reference.update(&arms[explore], f(&arms[explore])).unwrap();
+    let next = agent.select(&arms).unwrap();
+    assert_ne!(next, ucb, "a UCB arm is pending: the next arm explores");
+    // The UCB arm finishes: the next arm is the UCB arm of the data.
+    agent.update(&arms[ucb], f(&arms[ucb])).unwrap();
+    reference.update(&arms[ucb], f(&arms[ucb])).unwrap();
+    assert_eq!(agent.pending_len(), 0);
+    let fresh = UcbAgent::new(reference.bound().clone())
+        .select(&arms)
+        .unwrap();
+    assert_eq!(agent.select(&arms).unwrap(), fresh);
+}
+
+#[test]
+fn bad_batches_and_pending_points_change_nothing() {
+    let arms = arms();
+    let mut agent = agent_after(4);
+    agent.pending(&arms[2]).unwrap();
+    let before = format!("{agent:?}");
+    assert!(matches!(
+        agent.select_batch(&arms, 0),
+        Err(Error::InvalidParameter { name: "q", .. })
+    ));
+    assert!(matches!(
+        agent.pending(&[0.1]),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        agent.pending(&[0.1, f64::NAN]),
+        Err(Error::NonFinite { .. })
+    ));
+    assert!(matches!(
+        agent.withdraw(&[0.3, 0.3]),
+        Err(Error::NotPending { .. })
+    ));
+    let empty: Vec<Vec<f64>> = Vec::new();
+    assert!(matches!(agent.select_batch(&empty, 2), Err(Error::NoArms)));
+    let wrong = vec![vec![0.1, 0.2, 0.3]];
+    assert!(agent.select_batch(&wrong, 2).is_err());
+    assert!(agent.update(&[0.1, f64::INFINITY], 1.0).is_err());
+    assert_eq!(format!("{agent:?}"), before);
+}
+
+/// Fewer arms in the region than the batch: an arm of the region is repeated rather than one
+/// outside it; with a single arm, every point of the batch is that arm.
+#[test]
+fn small_arm_sets_repeat_arms_of_the_region() {
+    let mut agent = agent_after(3);
+    let one = vec![vec![0.4, 0.4]];
+    assert_eq!(agent.select_batch(&one, 3).unwrap(), vec![0, 0, 0]);
+    assert_eq!(agent.pending_len(), 3);
+    for _ in 0..3 {
+        agent.update(&one[0], f(&one[0])).unwrap();
+    }
+    assert_eq!(agent.pending_len(), 0);
+}
+
+/// The random baseline: distinct arms while there are enough, registered as pending.
+#[test]
+fn random_batches_are_distinct_and_pending() {
+    let arms = arms();
+    let mut agent = RandomAgent::new(3);
+    let batch = agent.select_batch(&arms, 20).unwrap();
+    let mut sorted = batch.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 20);
+    assert_eq!(agent.pending_len(), 20);
+    agent.withdraw(&arms[batch[4]]).unwrap();
+    assert_eq!(agent.pending_len(), 19);
+    assert!(agent.select_batch(&arms, 0).is_err());
+}
