@@ -107,3 +107,7 @@ struct ReadmeDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/guide.md")]
 struct GuideDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/continuous.md")]
+struct ContinuousDoctests;
