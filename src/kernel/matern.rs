@@ -69,6 +69,29 @@ enum Smoothness {
 /// - ν = 3/2: (1 + √3 r/ℓ) exp(−√3 r/ℓ)
 /// - ν = 5/2: (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ)
 ///
+/// # Gradient
+/// [`Kernel::gradient`] differentiates in the first argument. With d/dz[z^ν K_ν(z)] =
+/// −z^ν K_{ν−1}(z) (DLMF 10.29.4) and z = √(2ν) r/ℓ:
+/// - ν > 1: ∇k = −ν/((ν−1)ℓ²) · k_{ν−1}(z) · (x − x′), where k_{ν−1} is the normalised Matérn
+///   function of order ν − 1 (2^{2−ν}/Γ(ν−1) z^{ν−1} K_{ν−1}(z), 1 at z = 0) at the same z,
+///   evaluated like the kernel itself. At ν = 3/2 this is −3 e^{−√3 r/ℓ}(x − x′)/ℓ², at
+///   ν = 5/2 −(5/3)(1 + √5 r/ℓ) e^{−√5 r/ℓ}(x − x′)/ℓ² (the closed forms used there).
+/// - 1/2 < ν < 1: ∇k = −(√(2ν)/ℓ) · s(z) · (x − x′)/r with the slope
+///   s = −dk/dz = 2^{1−2ν} Γ(1−ν)/Γ(ν) z^{2ν−1} k_{1−ν}(z) (K_{ν−1} = K_{1−ν}), which tends
+///   to 0 with z: the kernel is differentiable at x = x′ with gradient 0. At ν = 1,
+///   s = z K₀(z), also → 0.
+/// - ν = 1/2: k = e^{−r/ℓ}, ∇k = −e^{−r/ℓ}(x − x′)/(ℓ r) for x ≠ x′. At x = x′ the kernel
+///   has a cusp: its one-sided slope is −1/ℓ in every direction, and it has no gradient.
+/// - ν < 1/2: the same form with s → ∞ as z → 0: an infinite slope at x = x′, and no
+///   gradient there; for points a few ulps apart the entries can overflow to ±∞ (only where
+///   the slope exceeds the largest double).
+///
+/// **At x = x′ the method returns the zero vector for every ν.** For ν > 1/2 that is the
+/// gradient (x′ maximises k(·, x′)). For ν ≤ 1/2 it is not a gradient, since none exists; it
+/// is the value a maximiser should read at its maximum, 0 being in the subdifferential of the
+/// concave cusp. For far-apart points or tiny ℓ the gradient underflows to exactly 0 (no NaN
+/// from 0 · ∞). [`Kernel::diag_gradient`] is 0 (k(x, x) = 1).
+///
 /// Any other ν costs one evaluation of K_ν per entry, some 50 times the closed form's cost
 /// (`benches/kernels.rs`); see the module documentation for the numerics. As ν → ∞ the kernel tends to the RBF kernel
 /// exp(−r²/(2ℓ²)).
