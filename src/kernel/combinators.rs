@@ -323,7 +323,8 @@ impl<K: Kernel> Kernel for Sliced<K> {
         self.check_dim(x.len().min(y.len()).min(out.len()))?;
         out.fill(0.0);
         let r = self.range.clone();
-        self.inner.gradient(&x[r.clone()], &y[r.clone()], &mut out[r])
+        self.inner
+            .gradient(&x[r.clone()], &y[r.clone()], &mut out[r])
     }
     /// The inner kernel's diagonal gradient on the coordinates `range`, zero on the others.
     ///
