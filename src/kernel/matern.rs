@@ -494,23 +494,23 @@ impl Kernel for Matern {
         // only the last product can overflow, and only where the gradient itself does.
         let coef = match self.smoothness {
             Smoothness::Half => {
-                return unit_form(x, y, inv, self.scaled_distance(x, y, z_sq), 1.0, out, |u| {
-                    exp_neg(-u)
-                });
+                let u = self.scaled_distance(x, y, z_sq);
+                return unit_form(x, y, inv, u, 1.0, out, exp_minus);
             }
             Smoothness::ThreeHalves => {
                 let s = SQRT_3 * z_sq.sqrt();
-                if !(s < 745.0) {
+                if !(s < 750.0) {
                     return zero(out);
                 }
-                -3.0 * exp_neg(-s)
+                -3.0 * exp_minus(s)
             }
             Smoothness::FiveHalves => {
                 let s = SQRT_5 * z_sq.sqrt();
-                if !(s < 745.0) {
+                if !(s < 750.0) {
                     return zero(out);
                 }
-                -(5.0 / 3.0) * (1.0 + s) * exp_neg(-s)
+                let half = exp_minus(0.5 * s);
+                -(5.0 / 3.0) * (1.0 + s) * half * half
             }
             Smoothness::General { nu, two_over_gamma } => {
                 let u = self.scaled_distance(x, y, z_sq);
@@ -543,6 +543,15 @@ impl Kernel for Matern {
     fn diag_gradient(&self, _x: &[f64], out: &mut [f64]) -> Result<()> {
         zero(out)
     }
+}
+
+/// e^{−s} for s ≥ 0 as the square of e^{−s/2}: the scalar gradients keep their subnormal
+/// values (where [`exp_neg`], built for vectorised kernel columns, returns 0) and, for
+/// ν = 5/2, (1 + s) e^{−s} stays a normal double up to s ≈ 715.
+#[inline]
+fn exp_minus(s: f64) -> f64 {
+    let half = (-0.5 * s).exp();
+    half * half
 }
 
 /// Fills `out` with zeros.
