@@ -262,14 +262,9 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
     options: &ContinuousOptions,
-    seed: u64,
-    warm: Option<&[f64]>,
+    starts: &[f64],
 ) -> Result<Choice> {
     let d = domain.dim();
-    let mut starts = domain.space_filling(options.starts, seed);
-    if let Some(w) = warm.filter(|w| domain.contains(w)) {
-        starts.extend_from_slice(w);
-    }
     let points = Points::from_row_major(&starts, d)?;
     let values = bound.evaluate(&points)?.ucb;
     max_finite(&values)?;
@@ -298,11 +293,10 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
     options: &ContinuousOptions,
-    seed: u64,
+    starts: &[f64],
     pending: &PendingSet,
 ) -> Result<Choice> {
     let d = domain.dim();
-    let starts = domain.space_filling(options.starts, seed);
     let points = Points::from_row_major(&starts, d)?;
     let bounds = bound.evaluate(&points)?;
     let threshold = max_finite(&bounds.lcb)?;
@@ -342,7 +336,7 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     // admissible start is pending, which space-filling starts drawn afresh make impossible in
     // practice. Fall back to the UCB point then.
     let Some((point, _)) = best else {
-        return ucb_in(bound, domain, options, seed, None);
+        return ucb_in(bound, domain, options, starts);
     };
     let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
     Ok(Choice {
@@ -459,28 +453,42 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Ok(())
     }
 
-    fn choose_in(&self, domain: &BoxDomain) -> Result<Choice> {
+    /// The starts the next [`BanditAgent::select_in`] (or the next point of
+    /// [`BanditAgent::select_batch_in`]) scores, row-major: [`BoxDomain::space_filling`] with a
+    /// seed mixed from [`ContinuousOptions::seed`], the number of observations and the number
+    /// of pending points, followed, for a UCB point, by the last UCB point if it is in the box.
+    /// The point chosen has a UCB at least that of each of them.
+    pub fn next_starts(&self, domain: &BoxDomain) -> Vec<f64> {
         let seed = round_seed(
             self.continuous.seed,
             self.bound().len(),
             self.pending_set.len(),
         );
+        let mut starts = domain.space_filling(self.continuous.starts, seed);
+        if !self.pending_set.explore_next()
+            && let Some(w) = self
+                .pending_set
+                .last_ucb_pick
+                .as_deref()
+                .filter(|w| domain.contains(w))
+        {
+            starts.extend_from_slice(w);
+        }
+        starts
+    }
+
+    fn choose_in(&self, domain: &BoxDomain) -> Result<Choice> {
+        let starts = self.next_starts(domain);
         if self.pending_set.explore_next() {
             exploration_in(
                 self.bound(),
                 domain,
                 &self.continuous,
-                seed,
+                &starts,
                 &self.pending_set,
             )
         } else {
-            ucb_in(
-                self.bound(),
-                domain,
-                &self.continuous,
-                seed,
-                self.pending_set.last_ucb_pick.as_deref(),
-            )
+            ucb_in(self.bound(), domain, &self.continuous, &starts)
         }
     }
 }
