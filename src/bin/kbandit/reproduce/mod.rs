@@ -8,6 +8,9 @@ mod table1;
 mod loose;
 mod timing;
 mod variance;
+// Issue 19: batches (GP-UCB-PE) and continuous selection.
+mod batch;
+mod select_in;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -34,6 +37,10 @@ pub enum Experiment {
     Timing(timing::TimingArgs),
     /// Calandriello et al. 2019 §3: variance starvation; exact, DTC (BKB) and subset-of-regressors variances far from the dictionary.
     Variance(variance::VarianceArgs),
+    /// Contal et al. 2013 GP-UCB-PE on Flynn & Reeb 2024 §7: regret against evaluations and rounds for batches of q, in the box and on fresh arms.
+    Batch(batch::BatchArgs),
+    /// How close `select_in`'s UCB comes to the best of a dense uniform sample, and its time per call.
+    SelectIn(select_in::SelectInArgs),
 }
 
 /// Runs one experiment.
@@ -46,6 +53,8 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Loose(args) => loose::run(args),
         Experiment::Timing(args) => timing::run(args),
         Experiment::Variance(args) => variance::run(args),
+        Experiment::Batch(args) => batch::run(args),
+        Experiment::SelectIn(args) => select_in::run(args),
     }
 }
 
