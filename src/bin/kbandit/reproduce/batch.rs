@@ -69,10 +69,11 @@ pub struct BatchArgs {
     #[arg(long, default_value_t = 100)]
     arms: usize,
     /// Space-filling starts scored per point chosen in the box (the library's default is 1024).
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 128)]
     starts: usize,
-    /// Best starts refined per point chosen in the box (the library's default is 5).
-    #[arg(long, default_value_t = 3)]
+    /// Best starts refined per point chosen in the box (the library's default is 5; each
+    /// refinement of DMM's UCB near a well-sampled maximum can take hundreds of evaluations).
+    #[arg(long, default_value_t = 1)]
     refine: usize,
     #[command(flatten)]
     run: RunOptions,

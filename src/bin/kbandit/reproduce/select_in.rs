@@ -52,7 +52,7 @@ pub struct SelectInArgs {
     #[arg(long, default_value_t = 100_000)]
     dense: usize,
     /// Repetitions (functions and observation sets) per cell.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 2)]
     reps: usize,
     /// Timed `select_in` calls per repetition (the median is reported).
     #[arg(long, default_value_t = 3)]
