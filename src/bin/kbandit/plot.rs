@@ -796,21 +796,26 @@ pub struct XyCurve<'a> {
 
 /// Mean cumulative regret against `x_desc` (e.g. evaluations, or rounds of a batch) with a ±1
 /// std shaded band per curve; the curves may have different x values and lengths. Axes
-/// `x_desc` and "cumulative regret", a legend (right of the axes), and `title`. Writes
-/// `stem.png` and `stem.svg`. The y-axis is linear from 0, unless the largest final mean is
-/// over 10× the smallest: then it is logarithmic, as in [`regret_plot`].
+/// `x_desc` (logarithmic when `log_x`, for curves whose lengths differ by orders of magnitude)
+/// and "cumulative regret" (linear, from 0 or below), a legend (right of the axes), and
+/// `title`. Writes `stem.png` and `stem.svg`.
 pub fn xy_plot(
     stem: &Path,
     title: &str,
     x_desc: &str,
+    log_x: bool,
     curves: &[XyCurve<'_>],
 ) -> Result<(), String> {
-    let bad =
-        |c: &XyCurve<'_>| c.x.is_empty() || c.mean.len() != c.x.len() || c.std.len() != c.x.len();
+    let bad = |c: &XyCurve<'_>| {
+        c.x.is_empty()
+            || c.mean.len() != c.x.len()
+            || c.std.len() != c.x.len()
+            || (log_x && c.x.iter().any(|&x| x <= 0.0))
+    };
     if curves.is_empty() || curves.iter().any(bad) {
         let stem = stem.display();
         return Err(format!(
-            "{stem}: no curves, or a curve without one mean and std per x"
+            "{stem}: no curves, or a curve without one mean and std per (positive on a log axis) x"
         ));
     }
     let mut fig = Figure::default();
@@ -826,23 +831,18 @@ pub fn xy_plot(
         fig.lines.push((colour(i), at(0.0)));
         fig.legend.push((c.label, colour(i), Mark::Band));
     }
-    let (x0, x1) = range(curves.iter().flat_map(|c| c.x.iter().copied())).unwrap_or((0.0, 1.0));
-    fig.x = x0..x1.max(x0 + 1.0);
+    let (x0, x1) = range(curves.iter().flat_map(|c| c.x.iter().copied())).unwrap_or((1.0, 2.0));
+    fig.log_x = log_x;
+    fig.x = if log_x {
+        x0..x1.max(x0 * 2.0)
+    } else {
+        x0..x1.max(x0 + 1.0)
+    };
     let upper = fig.bands.iter().flat_map(|b| &b.2);
     let top = range(upper.map(|p| p.1)).map_or(1.0, |r| r.1);
-    let finals = curves.iter().map(|c| c.mean[c.mean.len() - 1]);
-    let (lo, hi) = range(finals).unwrap_or((0.0, 0.0));
-    if lo > 0.0 && hi > 10.0 * lo {
-        let later = curves
-            .iter()
-            .flat_map(|c| c.mean[c.mean.len() / 20..].iter().copied());
-        let floor = range(later.filter(|&v| v > 0.0)).map_or(lo, |r| r.0) / 2.0;
-        (fig.y, fig.log_y, fig.desc.1) = (floor..1.5 * top, true, "cumulative regret (log scale)");
-    } else {
-        let bottom = range(curves.iter().flat_map(|c| c.mean.iter().copied()));
-        let bottom = bottom.map_or(0.0, |r| r.0.min(0.0));
-        fig.y = bottom..top.max(bottom + 1e-9) + 0.05 * (top - bottom).abs();
-    }
+    let bottom = range(curves.iter().flat_map(|c| c.mean.iter().copied()));
+    let bottom = bottom.map_or(0.0, |r| r.0.min(0.0));
+    fig.y = bottom..top.max(bottom + 1e-9) + 0.05 * (top - bottom).abs();
     fig.render(stem)
 }
 

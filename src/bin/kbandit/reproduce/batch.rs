@@ -327,6 +327,9 @@ struct BatchJson {
     optimum: Vec<f64>,
     /// Where it is attained.
     optimum_point: Vec<Vec<f64>>,
+    /// Seed of the UCB agents' space-filling starts in each repetition
+    /// (`ContinuousOptions::seed`).
+    starts_seeds: Vec<u64>,
     /// Total wall time of the runs, in seconds, and the threads they ran on.
     elapsed_s: f64,
     threads: usize,
@@ -488,6 +491,9 @@ pub fn run(args: &BatchArgs) -> Result<(), String> {
         refine: args.refine,
         optimum: optima.iter().map(|o| o.1).collect(),
         optimum_point: optima.iter().map(|o| o.0.clone()).collect(),
+        starts_seeds: (0..args.reps)
+            .map(|r| derive_seed(problem_seed(args, r), &[STARTS_LABEL]))
+            .collect(),
         elapsed_s: elapsed,
         threads,
         results: cells,
@@ -625,7 +631,7 @@ fn write_plots(args: &BatchArgs, json: &BatchJson) -> Result<Vec<std::path::Path
             .run
             .out
             .join(format!("batch_{}_evaluations", setting.tag()));
-        xy_plot(&stem, &description, "evaluations", &by_evaluation)?;
+        xy_plot(&stem, &description, "evaluations", false, &by_evaluation)?;
         stems.push(stem);
         let by_round: Vec<XyCurve<'_>> = per_round
             .iter()
@@ -638,7 +644,13 @@ fn write_plots(args: &BatchArgs, json: &BatchJson) -> Result<Vec<std::path::Path
             })
             .collect();
         let stem = args.run.out.join(format!("batch_{}_rounds", setting.tag()));
-        xy_plot(&stem, &description, "rounds of q evaluations", &by_round)?;
+        xy_plot(
+            &stem,
+            &description,
+            "rounds of q evaluations (log scale)",
+            true,
+            &by_round,
+        )?;
         stems.push(stem);
     }
     Ok(stems)
