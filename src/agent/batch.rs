@@ -51,7 +51,7 @@ pub struct Choice {
     pub rule: Rule,
 }
 
-/// How [`UcbAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
+/// How [`BanditAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
 /// sequence, [`BoxDomain::space_filling`]) are scored in one batch, and the best `refine` of them
 /// are refined by a box-constrained quasi-Newton method ([`crate::continuous::refine`]). The
 /// starts are drawn afresh each round from `seed`, the number of observations and the number
@@ -347,7 +347,7 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
 }
 
 impl<B: ConfidenceBound> UcbAgent<B> {
-    /// Sets how [`UcbAgent::select_in`] searches a box (see [`ContinuousOptions`]).
+    /// Sets how [`BanditAgent::select_in`] searches a box (see [`ContinuousOptions`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for zero starts or zero refinements.
@@ -357,7 +357,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Ok(self)
     }
 
-    /// How [`UcbAgent::select_in`] searches a box.
+    /// How [`BanditAgent::select_in`] searches a box.
     pub fn continuous(&self) -> ContinuousOptions {
         self.continuous
     }

@@ -461,7 +461,7 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
 
     /// The mean, LCB and UCB at `x` and their gradients with respect to `x` (see
     /// [`BoundGradient`]): what continuous maximisation of the UCB
-    /// ([`crate::agent::UcbAgent::select_in`]) is built on.
+    /// ([`crate::agent::BanditAgent::select_in`]) is built on.
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a bound or kernel without gradients (the provided method);
