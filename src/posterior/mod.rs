@@ -27,5 +27,5 @@ pub use diagnostics::PosteriorDiagnostics;
 pub use exact::{ExactPosterior, PosteriorBatch};
 pub use fixed::ArmSetInfo;
 pub use health::Health;
-pub(crate) use sketched::BatchStart;
 pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};
+pub(crate) use sketched::{BatchStart, SketchedGradient, SketchedPending};
