@@ -45,7 +45,10 @@ fn gradient_column(c: &mut Criterion) {
     let kernels: [(&str, Box<dyn Kernel>); 5] = [
         ("rbf", Box::new(Rbf::new(0.5).unwrap())),
         ("closed_nu2.5", Box::new(Matern::new(2.5, 0.5).unwrap())),
-        ("bessel_nu2.5", Box::new(Matern::with_bessel(2.5, 0.5).unwrap())),
+        (
+            "bessel_nu2.5",
+            Box::new(Matern::with_bessel(2.5, 0.5).unwrap()),
+        ),
         ("bessel_nu3.5", Box::new(Matern::new(3.5, 0.5).unwrap())),
         ("bessel_nu0.75", Box::new(Matern::new(0.75, 0.5).unwrap())),
     ];
