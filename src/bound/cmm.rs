@@ -1232,6 +1232,15 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         Ok((g.ucb, g.ucb_gradient))
     }
 
+    /// The variance at the mixture regulariser a0 = σ²/c given the pending inputs, from the
+    /// Cholesky factor CMM keeps beside its eigendecomposition (as the exact bounds do).
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> Result<Box<dyn super::PendingVariance + 'a>> {
+        super::exact_pending_variance(&self.posterior, 0, pending)
+    }
+
     forward_posterior!(without truncate);
 
     /// Forgets the newer observations, and the decompositions that covered them.
