@@ -561,8 +561,13 @@ impl<'a> Objective<'a> {
             spectrum.first
         };
         let mut g = vec![0.0; spectrum.values.len()];
-        for i in first..g.len() {
-            g[i] = spectrum.targets[i] / (spectrum.values[i] + a);
+        for ((gi, b), l) in g
+            .iter_mut()
+            .zip(&spectrum.targets)
+            .zip(&spectrum.values)
+            .skip(first)
+        {
+            *gi = b / (l + a);
         }
         g
     }
@@ -642,14 +647,14 @@ impl<'a> Objective<'a> {
                 } else {
                     self.rho0_sq > 0.0
                 };
-                for i in first..t {
+                for (i, gi) in g.iter_mut().enumerate().take(t).skip(first) {
                     let (l, b, p) = (spectrum.values[i], spectrum.targets[i], self.p[i]);
                     let spread_term = if from_prior {
                         -2.0 * p / ((l + a) * a)
                     } else {
                         2.0 * p / (l * (l + a))
                     };
-                    g[i] = self.sign * b / (l + a) + c * spread_term;
+                    *gi = self.sign * b / (l + a) + c * spread_term;
                 }
                 (g, if from_prior { c / a } else { 0.0 })
             }
