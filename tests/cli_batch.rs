@@ -173,8 +173,8 @@ fn batch_q1_replays_the_plain_loops_of_the_library() {
         for method in ["amm", "dmm"] {
             let build = || -> Box<dyn ConfidenceBound> {
                 match method {
-                    "amm" => Box::new(Amm::new(kernel.clone(), params(&kernel)).unwrap()),
-                    _ => Box::new(Dmm::new(kernel.clone(), params(&kernel)).unwrap()),
+                    "amm" => Box::new(Amm::new(kernel, params(&kernel)).unwrap()),
+                    _ => Box::new(Dmm::new(kernel, params(&kernel)).unwrap()),
                 }
             };
             // Fresh arms: q = 1 is the table1 protocol, `Environment::run`.
@@ -251,14 +251,14 @@ fn select_in_outputs_parse_and_the_ucbs_are_recomputed_from_the_seeds() {
                 ..SyntheticConfig::default()
             };
             let problem =
-                SyntheticProblem::new(kernel.clone(), config, r["seed"].as_u64().unwrap()).unwrap();
+                SyntheticProblem::new(kernel, config, r["seed"].as_u64().unwrap()).unwrap();
             let params = BoundParams::paper_defaults(&kernel, d, t)
                 .sigma(0.1)
                 .norm_bound(10.0)
                 .delta(0.01);
             let mut bound: Box<dyn ConfidenceBound> = match method {
-                "amm" => Box::new(Amm::new(kernel.clone(), params).unwrap()),
-                _ => Box::new(Dmm::new(kernel.clone(), params).unwrap()),
+                "amm" => Box::new(Amm::new(kernel, params).unwrap()),
+                _ => Box::new(Dmm::new(kernel, params).unwrap()),
             };
             for n in 0..t {
                 let round = problem.round(n);

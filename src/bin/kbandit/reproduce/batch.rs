@@ -106,7 +106,7 @@ impl SettingName {
 }
 
 /// Label of the problem seeds of this experiment.
-const BATCH_LABEL: u64 = 0x6261_7463_68; // "batch"
+const BATCH_LABEL: u64 = 0x0062_6174_6368; // "batch"
 /// Label of the seed of the agents' space-filling starts.
 const STARTS_LABEL: u64 = 0x7374_6172_7473; // "starts"
 /// The paper's noise σ, RKHS norm B (of f, and assumed by the bounds) and δ.

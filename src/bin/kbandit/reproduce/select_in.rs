@@ -74,7 +74,7 @@ const DELTA: f64 = 0.01;
 /// Label of this experiment's problem seeds.
 const SELECT_IN_LABEL: u64 = 0x7365_6c65_6374; // "select"
 /// Labels of the streams of the dense sample and of the starts.
-const DENSE_LABEL: u64 = 0x6465_6e73_65; // "dense"
+const DENSE_LABEL: u64 = 0x0064_656e_7365; // "dense"
 const STARTS_LABEL: u64 = 0x7374_6172_7473; // "starts"
 /// Points scored per call of `evaluate` on the dense sample.
 const CHUNK: usize = 8192;
