@@ -561,8 +561,13 @@ impl<'a> Objective<'a> {
             spectrum.first
         };
         let mut g = vec![0.0; spectrum.values.len()];
-        for i in first..g.len() {
-            g[i] = spectrum.targets[i] / (spectrum.values[i] + a);
+        for ((g, b), l) in g
+            .iter_mut()
+            .zip(&spectrum.targets)
+            .zip(&spectrum.values)
+            .skip(first)
+        {
+            *g = b / (l + a);
         }
         g
     }
@@ -642,14 +647,14 @@ impl<'a> Objective<'a> {
                 } else {
                     self.rho0_sq > 0.0
                 };
-                for i in first..t {
-                    let (l, b, p) = (spectrum.values[i], spectrum.targets[i], self.p[i]);
+                let terms = spectrum.values.iter().zip(&spectrum.targets).zip(&self.p);
+                for (g, ((&l, &b), &p)) in g.iter_mut().zip(terms).skip(first) {
                     let spread_term = if from_prior {
                         -2.0 * p / ((l + a) * a)
                     } else {
                         2.0 * p / (l * (l + a))
                     };
-                    g[i] = self.sign * b / (l + a) + c * spread_term;
+                    *g = self.sign * b / (l + a) + c * spread_term;
                 }
                 (g, if from_prior { c / a } else { 0.0 })
             }
