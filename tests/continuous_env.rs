@@ -3,6 +3,8 @@
 //! by central finite differences of f (not the kernel gradient the search used); f and ∇f
 //! against the finite-arm problem and finite differences; determinism; bad input.
 
+#![allow(clippy::needless_range_loop)] // coordinates indexed alongside their gradients
+
 use kernel_bandits::continuous::RefineOptions;
 use kernel_bandits::env::{ContinuousProblem, OptimumSearch, SyntheticConfig, SyntheticProblem};
 use kernel_bandits::kernel::{Kernel, Matern, Rbf};
