@@ -13,8 +13,13 @@ use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
 fn problem(dim: usize, lengthscale: f64, seed: u64) -> ContinuousProblem<Rbf> {
+    problem_with(dim, 20, lengthscale, seed)
+}
+
+fn problem_with(dim: usize, centres: usize, lengthscale: f64, seed: u64) -> ContinuousProblem<Rbf> {
     let config = SyntheticConfig {
         dim,
+        centres,
         ..SyntheticConfig::default()
     };
     ContinuousProblem::new(Rbf::new(lengthscale).unwrap(), config, seed).unwrap()
@@ -35,14 +40,18 @@ fn finite_difference(p: &ContinuousProblem<Rbf>, x: &[f64], h: f64) -> Vec<f64> 
 #[test]
 fn the_optimum_beats_a_hundred_thousand_random_points_and_is_stationary() {
     let mut on_boundary = 0;
-    for (dim, lengthscale, seed) in [
-        (1, 0.1, 1),
-        (2, 0.2, 2),
-        (2, 0.15, 3),
-        (3, 0.3, 4),
-        (4, 0.4, 5),
+    // The paper's 20 centres, and 200 narrow ones (many local maxima).
+    for (dim, centres, lengthscale, seed) in [
+        (1, 20, 0.1, 1),
+        (1, 200, 0.01, 6),
+        (2, 20, 0.2, 2),
+        (2, 20, 0.15, 3),
+        (2, 200, 0.03, 7),
+        (3, 20, 0.3, 4),
+        (3, 200, 0.1, 8),
+        (4, 20, 0.4, 5),
     ] {
-        let p = problem(dim, lengthscale, seed);
+        let p = problem_with(dim, centres, lengthscale, seed);
         let best = p.optimum();
         assert!(p.domain().contains(&best.point));
         assert_eq!(best.value, p.value(&best.point).unwrap());
