@@ -6,4 +6,4 @@ mod domain;
 mod maximise;
 
 pub use domain::BoxDomain;
-pub use maximise::{Maximum, RefineOptions, maximise, refine};
+pub use maximise::{MAX_MEMORY, Maximum, RefineOptions, ValueGradient, maximise, refine};

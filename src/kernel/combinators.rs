@@ -60,6 +60,33 @@ impl<K: Kernel> Kernel for Scaled<K> {
     fn smoothness(&self) -> Option<f64> {
         self.inner.smoothness()
     }
+    /// s² ∇k.
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        self.inner.gradient(x, y, out)?;
+        scale(out, self.variance);
+        Ok(())
+    }
+    /// s² ∇k(x, x).
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+        self.inner.diag_gradient(x, out)?;
+        scale(out, self.variance);
+        Ok(())
+    }
+}
+
+/// Multiplies every entry of `values` by `factor`.
+fn scale(values: &mut [f64], factor: f64) {
+    for v in values.iter_mut() {
+        *v *= factor;
+    }
+}
+
+/// a · b, with 0 wherever either factor is 0: in the product rule a zero kernel value times an
+/// overflowed gradient entry (a Matérn kernel with ν < 1/2 at points a few ulps apart) is 0,
+/// not NaN.
+#[inline]
+fn times_or_zero(a: f64, b: f64) -> f64 {
+    if a == 0.0 || b == 0.0 { 0.0 } else { a * b }
 }
 
 /// The rougher of two smoothness values (`None` = infinitely smooth).
@@ -131,6 +158,37 @@ impl<K1: Kernel, K2: Kernel> Kernel for Sum<K1, K2> {
     fn smoothness(&self) -> Option<f64> {
         rougher(self.first.smoothness(), self.second.smoothness())
     }
+    /// ∇k₁ + ∇k₂.
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        let mut other = vec![0.0; out.len()];
+        self.second.gradient(x, y, &mut other)?;
+        self.first.gradient(x, y, out)?;
+        add(out, &other);
+        Ok(())
+    }
+    /// ∇k₁(x, x) + ∇k₂(x, x).
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+        let mut other = vec![0.0; out.len()];
+        self.second.diag_gradient(x, &mut other)?;
+        self.first.diag_gradient(x, out)?;
+        add(out, &other);
+        Ok(())
+    }
+}
+
+/// `out += other`, entry by entry.
+fn add(out: &mut [f64], other: &[f64]) {
+    for (o, b) in out.iter_mut().zip(other) {
+        *o += b;
+    }
+}
+
+/// `out ← out · k_other + k_out · other`: the product rule, given the gradients (`out` of the
+/// kernel with value `k_out`, `other` of the kernel with value `k_other`).
+fn product_rule(out: &mut [f64], k_out: f64, other: &[f64], k_other: f64) {
+    for (o, b) in out.iter_mut().zip(other) {
+        *o = times_or_zero(*o, k_other) + times_or_zero(k_out, *b);
+    }
 }
 
 /// k₁ · k₂ (positive semidefinite by the Schur product theorem).
@@ -179,6 +237,24 @@ impl<K1: Kernel, K2: Kernel> Kernel for Product<K1, K2> {
     }
     fn smoothness(&self) -> Option<f64> {
         rougher(self.first.smoothness(), self.second.smoothness())
+    }
+    /// k₂ ∇k₁ + k₁ ∇k₂ (the product rule).
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        let mut other = vec![0.0; out.len()];
+        self.second.gradient(x, y, &mut other)?;
+        self.first.gradient(x, y, out)?;
+        let (k1, k2) = (self.first.eval(x, y), self.second.eval(x, y));
+        product_rule(out, k1, &other, k2);
+        Ok(())
+    }
+    /// k₂(x, x) ∇k₁(x, x) + k₁(x, x) ∇k₂(x, x).
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+        let mut other = vec![0.0; out.len()];
+        self.second.diag_gradient(x, &mut other)?;
+        self.first.diag_gradient(x, out)?;
+        let (k1, k2) = (self.first.eval_diag(x), self.second.eval_diag(x));
+        product_rule(out, k1, &other, k2);
+        Ok(())
     }
 }
 
@@ -237,6 +313,28 @@ impl<K: Kernel> Kernel for Sliced<K> {
     }
     fn smoothness(&self) -> Option<f64> {
         self.inner.smoothness()
+    }
+    /// The inner kernel's gradient on the coordinates `range`, zero on the others.
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if the points have fewer than `range.end` coordinates;
+    /// as the inner kernel's.
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        self.check_dim(x.len().min(y.len()).min(out.len()))?;
+        out.fill(0.0);
+        let r = self.range.clone();
+        self.inner
+            .gradient(&x[r.clone()], &y[r.clone()], &mut out[r])
+    }
+    /// The inner kernel's diagonal gradient on the coordinates `range`, zero on the others.
+    ///
+    /// # Errors
+    /// As [`Sliced::gradient`](Kernel::gradient).
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+        self.check_dim(x.len().min(out.len()))?;
+        out.fill(0.0);
+        let r = self.range.clone();
+        self.inner.diag_gradient(&x[r.clone()], &mut out[r])
     }
 }
 

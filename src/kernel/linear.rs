@@ -48,6 +48,22 @@ impl Kernel for Linear {
     fn eval(&self, x: &[f64], y: &[f64]) -> f64 {
         x.iter().zip(y).map(|(a, b)| a * b).sum::<f64>() + self.bias
     }
+
+    /// ∂(xᵀy + b)/∂x = y.
+    fn gradient(&self, _x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        for (o, b) in out.iter_mut().zip(y) {
+            *o = *b;
+        }
+        Ok(())
+    }
+
+    /// ∇(xᵀx + b) = 2x.
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> Result<()> {
+        for (o, a) in out.iter_mut().zip(x) {
+            *o = 2.0 * a;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(feature = "serde")]

@@ -69,6 +69,29 @@ enum Smoothness {
 /// - ν = 3/2: (1 + √3 r/ℓ) exp(−√3 r/ℓ)
 /// - ν = 5/2: (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ)
 ///
+/// # Gradient
+/// [`Kernel::gradient`] differentiates in the first argument. With d/dz[z^ν K_ν(z)] =
+/// −z^ν K_{ν−1}(z) (DLMF 10.29.4) and z = √(2ν) r/ℓ:
+/// - ν > 1: ∇k = −ν/((ν−1)ℓ²) · k_{ν−1}(z) · (x − x′), where k_{ν−1} is the normalised Matérn
+///   function of order ν − 1 (2^{2−ν}/Γ(ν−1) z^{ν−1} K_{ν−1}(z), 1 at z = 0) at the same z,
+///   evaluated like the kernel itself. At ν = 3/2 this is −3 e^{−√3 r/ℓ}(x − x′)/ℓ², at
+///   ν = 5/2 −(5/3)(1 + √5 r/ℓ) e^{−√5 r/ℓ}(x − x′)/ℓ² (the closed forms used there).
+/// - 1/2 < ν < 1: ∇k = −(√(2ν)/ℓ) · s(z) · (x − x′)/r with the slope
+///   s = −dk/dz = 2^{1−2ν} Γ(1−ν)/Γ(ν) z^{2ν−1} k_{1−ν}(z) (K_{ν−1} = K_{1−ν}), which tends
+///   to 0 with z: the kernel is differentiable at x = x′ with gradient 0. At ν = 1,
+///   s = z K₀(z), also → 0.
+/// - ν = 1/2: k = e^{−r/ℓ}, ∇k = −e^{−r/ℓ}(x − x′)/(ℓ r) for x ≠ x′. At x = x′ the kernel
+///   has a cusp: its one-sided slope is −1/ℓ in every direction, and it has no gradient.
+/// - ν < 1/2: the same form with s → ∞ as z → 0: an infinite slope at x = x′, and no
+///   gradient there; for points a few ulps apart the entries can overflow to ±∞ (only where
+///   the slope exceeds the largest double).
+///
+/// **At x = x′ the method returns the zero vector for every ν.** For ν > 1/2 that is the
+/// gradient (x′ maximises k(·, x′)). For ν ≤ 1/2 it is not a gradient, since none exists; it
+/// is the value a maximiser should read at its maximum, 0 being in the subdifferential of the
+/// concave cusp. For far-apart points or tiny ℓ the gradient underflows to exactly 0 (no NaN
+/// from 0 · ∞). [`Kernel::diag_gradient`] is 0 (k(x, x) = 1).
+///
 /// Any other ν costs one evaluation of K_ν per entry, some 50 times the closed form's cost
 /// (`benches/kernels.rs`); see the module documentation for the numerics. As ν → ∞ the kernel tends to the RBF kernel
 /// exp(−r²/(2ℓ²)).
@@ -211,20 +234,27 @@ fn matern_five_halves(z_sq: f64) -> f64 {
 /// k_ν(z) = 2^{1−ν}/Γ(ν) z^ν K_ν(z) at z = √(2ν) u for u = r/ℓ ≥ 0 (NaN for NaN), given
 /// 2/Γ(ν).
 fn matern_general(nu: f64, two_over_gamma: f64, u: f64) -> f64 {
+    normalised(nu, two_over_gamma, nu, u)
+}
+
+/// The normalised Matérn function of order `order`, k_order(z) = 2^{1−order}/Γ(order)
+/// z^order K_order(z) (k_order(0) = 1), given 2/Γ(order), at z = √(2ν) u: the kernel itself
+/// when `order` = ν, and the factor of its gradient when `order` = |ν − 1|.
+fn normalised(order: f64, two_over_gamma: f64, nu: f64, u: f64) -> f64 {
     let z = (2.0 * nu).sqrt() * u;
     if z.is_nan() {
         return f64::NAN;
     }
     if z < TINY_Z {
-        return near_zero(nu, u);
+        return near_zero(order, nu, u);
     }
     if z >= LARGE_Z {
-        return hankel(nu, two_over_gamma, z);
+        return hankel(order, two_over_gamma, z);
     }
-    if z < 1e-3 && rounds_to_one(nu, z) {
+    if z < 1e-3 && rounds_to_one(order, z) {
         return 1.0;
     }
-    product(nu, two_over_gamma, z).unwrap_or_else(|| by_recurrence(nu, z))
+    product(order, two_over_gamma, z).unwrap_or_else(|| by_recurrence(order, z))
 }
 
 /// Whether 1 − k_ν(z) < ε/4, so that k is 1 in double precision, by a bound rather than by
@@ -295,13 +325,14 @@ fn by_recurrence(nu: f64, z: f64) -> f64 {
     if current > 1.0 { 1.0 } else { current }
 }
 
-/// z = √(2ν) u < 10⁻³⁰⁰: k = 1 − Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} for ν < 1 (the neglected terms
-/// are O((z/2)²/(1−ν)) relative, below 10⁻⁵⁸⁰), and 1 for ν ≥ 1 (1 − k = O(z² ln(1/z))).
-fn near_zero(nu: f64, u: f64) -> f64 {
+/// z = √(2ν_z) u < 10⁻³⁰⁰ (ν_z = `nu_z`): k_ν = 1 − Γ(1−ν)/Γ(1+ν) (z/2)^{2ν} for ν < 1 (the
+/// neglected terms are O((z/2)²/(1−ν)) relative, below 10⁻⁵⁸⁰), and 1 for ν ≥ 1
+/// (1 − k = O(z² ln(1/z))).
+fn near_zero(nu: f64, nu_z: f64, u: f64) -> f64 {
     if nu >= 1.0 {
         return 1.0;
     }
-    // (z/2)^{2ν} = (ν/2)^ν u^{2ν}: z and z/2 would lose bits where they are subnormal. For
+    // (z/2)^{2ν} = (ν_z/2)^ν u^{2ν}: z and z/2 would lose bits where they are subnormal. For
     // tiny ν the deficit is close to 1 and 1 − deficit cancels, so it is formed as
     // −expm1(ln deficit), with ln(Γ(1−ν)/Γ(1+ν)) from its odd series where ν is small.
     let log_ratio = if nu < 1e-3 {
@@ -315,7 +346,7 @@ fn near_zero(nu: f64, u: f64) -> f64 {
     } else {
         (puruspe::gamma(1.0 - nu) / puruspe::gamma(1.0 + nu)).ln()
     };
-    let log_deficit = log_ratio + nu * (0.5 * nu).ln() + 2.0 * nu * u.ln();
+    let log_deficit = log_ratio + nu * (0.5 * nu_z).ln() + 2.0 * nu * u.ln();
     -log_deficit.exp_m1()
 }
 
@@ -330,6 +361,16 @@ fn hankel(nu: f64, two_over_gamma: f64, z: f64) -> f64 {
     if log_bound < -750.0 {
         return 0.0;
     }
+    let sum = hankel_sum(nu, z);
+    let scale = two_over_gamma * (0.5 * z).powf(nu) * (FRAC_PI_2 / z).sqrt() * sum;
+    // e^{−z} underflows from z ≈ 745 on, e^{−z/2} only past 1490.
+    let half = (-0.5 * z).exp();
+    scale * half * half
+}
+
+/// Σ_k a_k(ν)/z^k of Hankel's expansion K_ν(z) = (π/(2z))^{1/2} e^{−z} Σ_k a_k(ν)/z^k
+/// (DLMF 10.40.2) for z ≥ 700 and 0 ≤ ν ≤ 100, truncated below the rounding error.
+fn hankel_sum(nu: f64, z: f64) -> f64 {
     let four_nu_sq = 4.0 * nu * nu;
     let mut term = 1.0;
     let mut sum = 1.0;
@@ -344,10 +385,29 @@ fn hankel(nu: f64, two_over_gamma: f64, z: f64) -> f64 {
         }
         sum += term;
     }
-    let scale = two_over_gamma * (0.5 * z).powf(nu) * (FRAC_PI_2 / z).sqrt() * sum;
-    // e^{−z} underflows from z ≈ 745 on, e^{−z/2} only past 1490.
-    let half = (-0.5 * z).exp();
-    scale * half * half
+    sum
+}
+
+/// z K₀(z) ≥ 0 for z = √2 u, u = r/ℓ > 0: −dk/dz of the Matérn kernel at ν = 1, whose
+/// gradient cannot be written with a normalised Matérn function (the order would be 0).
+/// The leading term z(ln(2/z) − γ) of the ascending series (DLMF 10.31.2) below 10⁻³⁰⁰ (its
+/// neglected terms are O(z² ln z) relative), `puruspe`'s K₀ up to 700, Hankel's expansion
+/// with e^{−z} applied last beyond (K₀ would underflow there while z K₀(z) is a normal double).
+fn z_bessel_k0(u: f64) -> f64 {
+    const EULER_GAMMA: f64 = 0.577_215_664_901_532_9;
+    let z = std::f64::consts::SQRT_2 * u;
+    if z < TINY_Z {
+        // ln(2/z) = −ln u + ln 2/2, without forming z/2 (subnormal for subnormal u).
+        return z * (0.5 * std::f64::consts::LN_2 - u.ln() - EULER_GAMMA);
+    }
+    if z >= LARGE_Z {
+        if z == f64::INFINITY {
+            return 0.0;
+        }
+        let half = (-0.5 * z).exp();
+        return (FRAC_PI_2 * z).sqrt() * hankel_sum(0.0, z) * half * half;
+    }
+    z * puruspe::besselik(0.0, z).1
 }
 
 /// Below this (r/ℓ)², the square root of the sum of squares has lost bits to underflow.
@@ -424,6 +484,138 @@ impl Kernel for Matern {
     fn smoothness(&self) -> Option<f64> {
         Some(self.nu())
     }
+
+    /// ∂k(x, y)/∂x; the zero vector at x = y for every ν (see [`Matern`] for the formulas and
+    /// for what that zero means when ν ≤ 1/2).
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
+        let inv = self.inv_lengthscale;
+        let z_sq = scaled_sq_dist(x, y, inv);
+        // ∇k = coef · (x − y)/ℓ², formed as (coef · dᵢ) · (1/ℓ) with dᵢ = (xᵢ − yᵢ)/ℓ so that
+        // only the last product can overflow, and only where the gradient itself does.
+        let coef = match self.smoothness {
+            Smoothness::Half => {
+                let u = self.scaled_distance(x, y, z_sq);
+                return unit_form(x, y, inv, u, 1.0, out, exp_minus);
+            }
+            Smoothness::ThreeHalves => {
+                let s = SQRT_3 * z_sq.sqrt();
+                if !(s < 750.0) {
+                    return zero(out);
+                }
+                -3.0 * exp_minus(s)
+            }
+            Smoothness::FiveHalves => {
+                let s = SQRT_5 * z_sq.sqrt();
+                if !(s < 750.0) {
+                    return zero(out);
+                }
+                let half = exp_minus(0.5 * s);
+                -(5.0 / 3.0) * (1.0 + s) * half * half
+            }
+            Smoothness::General { nu, two_over_gamma } => {
+                let u = self.scaled_distance(x, y, z_sq);
+                if nu <= 1.0 {
+                    return unit_form(x, y, inv, u, (2.0 * nu).sqrt(), out, |u| {
+                        general_slope(nu, two_over_gamma, u)
+                    });
+                }
+                if u.is_nan() {
+                    out.fill(f64::NAN);
+                    return Ok(());
+                }
+                // 2/Γ(ν − 1) = (ν − 1) · 2/Γ(ν).
+                let order = nu - 1.0;
+                let m = normalised(order, order * two_over_gamma, nu, u);
+                -(nu / order) * m
+            }
+        };
+        if coef == 0.0 {
+            // Far apart: the gradient underflows with k (and (x − y)/ℓ² may overflow).
+            return zero(out);
+        }
+        for ((o, a), b) in out.iter_mut().zip(x).zip(y) {
+            *o = coef * ((a - b) * inv) * inv;
+        }
+        Ok(())
+    }
+
+    /// Zero: k(x, x) = 1 for every x.
+    fn diag_gradient(&self, _x: &[f64], out: &mut [f64]) -> Result<()> {
+        zero(out)
+    }
+}
+
+/// e^{−s} for s ≥ 0 as the square of e^{−s/2}: the scalar gradients keep their subnormal
+/// values (where [`exp_neg`], built for vectorised kernel columns, returns 0) and, for
+/// ν = 5/2, (1 + s) e^{−s} stays a normal double up to s ≈ 715.
+#[inline]
+fn exp_minus(s: f64) -> f64 {
+    let half = (-0.5 * s).exp();
+    half * half
+}
+
+/// Fills `out` with zeros.
+fn zero(out: &mut [f64]) -> Result<()> {
+    out.fill(0.0);
+    Ok(())
+}
+
+/// ∇k = −φ(u) · scale · ((x − y)/(ℓu)) / ℓ for a radial kernel whose derivative in z = scale·u
+/// is −φ(u) (u = r/ℓ): the form for ν ≤ 1, where the slope φ stays bounded (ν ≥ 1/2) while a
+/// factor 1/u would not. The unit vector (x − y)/r has entries of at most 1, so nothing
+/// overflows but the last product, and only where the gradient itself does. Zero at u = 0
+/// (x = y) and where φ underflows; NaN for NaN.
+fn unit_form(
+    x: &[f64],
+    y: &[f64],
+    inv: f64,
+    u: f64,
+    scale: f64,
+    out: &mut [f64],
+    slope: impl Fn(f64) -> f64,
+) -> Result<()> {
+    if u.is_nan() {
+        out.fill(f64::NAN);
+        return Ok(());
+    }
+    if u == 0.0 || u == f64::INFINITY {
+        return zero(out);
+    }
+    let phi = slope(u);
+    if phi == 0.0 {
+        return zero(out);
+    }
+    let coef = -phi * scale;
+    for ((o, a), b) in out.iter_mut().zip(x).zip(y) {
+        let d = (a - b) * inv;
+        // A coordinate where x and y agree has a zero partial derivative, also where the
+        // slope has overflowed (ν < 1/2 at points a few ulps apart): no ∞ · 0.
+        *o = if d == 0.0 { 0.0 } else { coef * (d / u) * inv };
+    }
+    Ok(())
+}
+
+/// −dk/dz ≥ 0 of the Matérn kernel with ν ≤ 1 at z = √(2ν) u, u > 0, by
+/// d/dz[z^ν K_ν(z)] = −z^ν K_{ν−1}(z) (DLMF 10.29.4) and K_{ν−1} = K_{1−ν}:
+/// 2^{1−ν}/Γ(ν) z^ν K_{1−ν}(z) = 2^{1−2ν} Γ(1−ν)/Γ(ν) · z^{2ν−1} · k_{1−ν}(z) for ν < 1, with
+/// k_{1−ν} the normalised Matérn function of order 1 − ν ∈ (0, 1) evaluated robustly; z K₀(z)
+/// at ν = 1. It tends to 0 as z → 0 for 1/2 < ν ≤ 1, to 1 at ν = 1/2 and to ∞ below.
+fn general_slope(nu: f64, two_over_gamma: f64, u: f64) -> f64 {
+    if nu == 1.0 {
+        return z_bessel_k0(u);
+    }
+    let order = 1.0 - nu;
+    let gamma_order = puruspe::gamma(order);
+    let m = normalised(order, 2.0 / gamma_order, nu, u);
+    if m == 0.0 {
+        return 0.0;
+    }
+    // z^{2ν−1} from ln z = ln √(2ν) + ln u (z itself may be subnormal).
+    let log_z = 0.5 * (2.0 * nu).ln() + u.ln();
+    let power = ((2.0 * nu - 1.0) * log_z).exp();
+    // 2^{1−2ν} Γ(1−ν)/Γ(ν) = 2^{−2ν} Γ(1−ν) · (2/Γ(ν)).
+    let constant = (-2.0 * nu).exp2() * gamma_order * two_over_gamma;
+    constant * m * power
 }
 
 #[cfg(feature = "serde")]

@@ -13,6 +13,26 @@
 //! | [`Matern`] any ν ∈ (0, 100] | 2^{1−ν}/Γ(ν) z^ν K_ν(z), z = √(2ν) r/ℓ (R&W Eq. 4.14) |
 //! | [`Linear`] | xᵀx′ + b |
 //!
+//! Every kernel has a gradient in its first argument, [`Kernel::gradient`] = ∂k(x, x′)/∂x, and
+//! the gradient of its diagonal, [`Kernel::diag_gradient`] = ∇ₓ k(x, x):
+//!
+//! | kernel | ∂k(x, x′)/∂x | ∇ₓ k(x, x) |
+//! |---|---|---|
+//! | [`Rbf`] | −k (x − x′)/ℓ² | 0 |
+//! | [`Matern`] ν > 1 | −ν/((ν−1)ℓ²) k_{ν−1}(z) (x − x′) | 0 |
+//! | [`Matern`] ν ≤ 1 | −(√(2ν)/ℓ) s_ν(z) (x − x′)/r, s_ν = −dk/dz; 0 at x = x′ | 0 |
+//! | [`Linear`] | x′ | 2x |
+//! | [`Scaled`] | s² ∇k | s² ∇k(x, x) |
+//! | [`Sum`] | ∇k₁ + ∇k₂ | ∇k₁(x, x) + ∇k₂(x, x) |
+//! | [`Product`] | k₂ ∇k₁ + k₁ ∇k₂ | k₂(x, x) ∇k₁(x, x) + k₁(x, x) ∇k₂(x, x) |
+//! | [`Sliced`] | ∇k on the range, 0 elsewhere | likewise |
+//!
+//! The Matérn rows follow from Eq. 4.14 of Rasmussen & Williams (2006) and
+//! d/dz[z^ν K_ν(z)] = −z^ν K_{ν−1}(z) (DLMF 10.29.4), with k_{ν−1} the normalised Matérn
+//! function of order ν − 1 at the same z = √(2ν) r/ℓ. For ν ≤ 1/2 the kernel is not
+//! differentiable at x = x′ (a cusp at ν = 1/2, an infinite slope below); the method returns
+//! the zero vector there by convention (see [`Matern`]).
+//!
 //! Combinators: [`Scaled`] (output scale s²), [`Sum`], [`Product`] and [`Sliced`] (a kernel on
 //! a range of the coordinates, for joint context–action kernels), built with [`KernelExt`].
 
