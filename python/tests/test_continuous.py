@@ -169,13 +169,27 @@ def test_sliced_kernel_gradient_refuses_too_few_coordinates():
 # Bound gradients ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(EXACT))
+OTHER = {
+    "cmm": lambda k: kb.Cmm(k, sigma=SIGMA),
+    "bkb": lambda k: kb.Bkb(k, seed=1),
+    "ek-ucb": lambda k: kb.EkUcb(k, seed=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT) + sorted(OTHER))
 def test_bound_gradients_match_central_differences_of_bounds(name):
-    make, _ = EXACT[name]
+    make = EXACT[name][0] if name in EXACT else OTHER[name]
     rng = np.random.default_rng(3)
     x, y = data(rng)
     bound = observed(make(kb.Rbf(0.4)), x, y)
     before = bound.to_bytes()
+    try:
+        bound.gradient(x[0])
+    except kb.UnsupportedError:
+        # The exact bounds must have one; the others raise, unchanged, until the crate has one.
+        assert name not in EXACT
+        assert bound.to_bytes() == before
+        pytest.skip(f"{name}: no gradient in the crate yet")
 
     def part(i):
         return lambda z: float(bound.bounds(z[None, :])[i][0])
@@ -199,16 +213,6 @@ def test_gradient_of_an_empty_bound_is_the_prior():
     assert g.mean == 0.0
     for grad in (g.mean_gradient, g.lcb_gradient, g.ucb_gradient):
         np.testing.assert_array_equal(grad, np.zeros(2))
-
-
-@pytest.mark.parametrize("make", [lambda k: kb.Bkb(k, seed=1), lambda k: kb.EkUcb(k, seed=1)])
-def test_sketched_bounds_have_no_gradient(make):
-    bound = make(kb.Rbf(0.4))
-    bound.observe([0.1, 0.2], 0.3)
-    with pytest.raises(kb.UnsupportedError):
-        bound.gradient([0.1, 0.2])
-    with pytest.raises(kb.UnsupportedError):
-        bound.pending_variance([[0.1, 0.2]], [[0.3, 0.3]])
 
 
 @pytest.mark.parametrize(
@@ -517,6 +521,13 @@ def test_select_in_finds_the_ucb_maximiser_of_a_smooth_1d_problem(name):
     assert c.ucb >= u.max() - 1e-6
     assert agent.bound.to_bytes() == before  # selection does not observe
     assert agent.pending_len == 0  # nor register the point
+    # Deterministic: a copy chooses the same point.
+    assert agent.copy().select_in(dom) == c
+    # With the UCB point pending, the next point explores elsewhere in the box.
+    agent.pending(c.point)
+    e = agent.select_in(dom)
+    assert e.rule == "exploration" and dom.contains(e.point) and e.point[0] != c.point[0]
+    assert e.ucb == agent.bounds(e.point[None, :])[2][0]
 
 
 @needs_maximiser
@@ -546,3 +557,39 @@ def test_random_agent_points_are_inside_any_box(corners):
     lo, hi = sorted(corners)
     c = kb.RandomAgent(seed=1).select_in(([lo], [hi]))
     assert lo <= c.point[0] <= hi
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from(sorted(AGENTS)),
+    st.lists(st.tuples(st.sampled_from(["pending", "update"]), st.integers(0, 5)), max_size=14),
+)
+def test_any_interleaving_of_pending_points_leaves_what_the_updates_alone_leave(name, ops):
+    """Points made pending (some twice, some already observed), resolved by `update` in any
+    order or withdrawn at the end: the agent is bit for bit the one that saw the updates only."""
+    points = [np.array([0.1]), np.array([0.5]), np.nextafter(np.array([0.5]), 1.0), np.array([0.9]),
+              np.array([-0.3]), np.array([0.1])]
+    busy, plain = AGENTS[name](), AGENTS[name]()
+    outstanding = []
+    for op, i in ops:
+        x = points[i]
+        if op == "pending":
+            busy.pending(x)
+            outstanding.append(x)
+        else:
+            y = float(np.cos(3.0 * x[0]))
+            busy.update(x, y)
+            plain.update(x, y)
+            for j, p in enumerate(outstanding):
+                if p.tobytes() == x.tobytes():
+                    del outstanding[j]
+                    break
+    assert busy.pending_len == len(outstanding)
+    if name == "ucb" and outstanding:
+        np.testing.assert_array_equal(busy.pending_points, np.array(outstanding))
+    elif name == "ucb":
+        assert busy.pending_points.size == 0
+    for x in outstanding:
+        busy.withdraw(x)
+    assert busy.pending_len == 0
+    assert busy.to_bytes() == plain.to_bytes()
