@@ -486,21 +486,6 @@ def test_choice_repr_equality_pickle():
 # select_in: the continuous maximiser ----------------------------------------------------------
 
 
-def maximiser_available():
-    agent = ucb_agent(starts=8, refine=1)
-    try:
-        agent.select_in(kb.BoxDomain.unit(1))
-    except BaseException as e:  # noqa: BLE001 - a `todo!()` panics as PanicException
-        if "not yet implemented" in str(e) or "helper" in str(e):
-            return False
-        raise
-    return True
-
-
-needs_maximiser = pytest.mark.skipif(not maximiser_available(), reason="the crate's continuous refine is not implemented yet")
-
-
-@needs_maximiser
 @pytest.mark.parametrize("name", ["amm", "dmm", "ay"])
 def test_select_in_finds_the_ucb_maximiser_of_a_smooth_1d_problem(name):
     make, _ = EXACT[name]
@@ -530,7 +515,6 @@ def test_select_in_finds_the_ucb_maximiser_of_a_smooth_1d_problem(name):
     assert e.ucb == agent.bounds(e.point[None, :])[2][0]
 
 
-@needs_maximiser
 def test_select_batch_in_a_box_gives_distinct_pending_points_inside():
     agent = ucb_agent(starts=64, refine=2)
     for xi in ([0.1, 0.2], [0.8, 0.7], [0.4, 0.9]):
