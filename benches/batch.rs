@@ -72,17 +72,13 @@ fn batches(c: &mut Criterion) {
         for name in ["amm", "dmm"] {
             for q in [1, 4, 16] {
                 let agent = agent(name, t);
-                group.bench_with_input(
-                    BenchmarkId::new(format!("{name}/q{q}"), t),
-                    &t,
-                    |b, _| {
-                        b.iter_batched(
-                            || agent.clone(),
-                            |mut a| black_box(a.select_batch(&arms, q).unwrap()),
-                            criterion::BatchSize::LargeInput,
-                        )
-                    },
-                );
+                group.bench_with_input(BenchmarkId::new(format!("{name}/q{q}"), t), &t, |b, _| {
+                    b.iter_batched(
+                        || agent.clone(),
+                        |mut a| black_box(a.select_batch(&arms, q).unwrap()),
+                        criterion::BatchSize::LargeInput,
+                    )
+                });
             }
         }
     }

@@ -30,37 +30,59 @@ const CANDIDATES: usize = 1000;
 /// unit-variance kernel and a norm bound of a few units fit them.
 const REWARD_SCALE: f64 = 100.0;
 
-fn main() -> Result<()> {
-    let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let noise = Normal::new(0.0, 1.0).expect("a valid standard deviation"); // σ = 1 on Branin's scale
-
-    // σ and B are upper bounds on the (scaled) noise and the function's RKHS norm: these are the
-    // two numbers a user must choose. DMM-UCB is the tightest of the fast exact bounds.
+/// The agent: σ and B are upper bounds on the (scaled) noise and the function's RKHS norm,
+/// the two numbers a user must choose. DMM-UCB is the tightest of the fast exact bounds.
+fn new_agent() -> Result<UcbAgent<Dmm<Matern>>> {
     let params = BoundParams::new()
         .sigma(1.0 / REWARD_SCALE)
         .norm_bound(5.0)
         .delta(0.05);
-    let mut agent = UcbAgent::new(Dmm::new(Matern::new(2.5, 0.3)?, params)?);
+    Ok(UcbAgent::new(Dmm::new(Matern::new(2.5, 0.3)?, params)?))
+}
 
-    let mut evaluated: Vec<[f64; 2]> = Vec::with_capacity(ROUNDS);
+fn main() -> Result<()> {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let noise = Normal::new(0.0, 1.0).expect("a valid standard deviation"); // σ = 1 on Branin's scale
+
+    // 1. Fresh random candidates each round: the agent picks the one with the largest UCB.
+    let mut agent = new_agent()?;
+    let mut evaluated: Vec<Vec<f64>> = Vec::with_capacity(ROUNDS);
     for _ in 0..ROUNDS {
-        // Fresh random candidates each round: the agent picks the one with the largest UCB.
         let candidates: Vec<[f64; 2]> = (0..CANDIDATES)
             .map(|_| [rng.random::<f64>(), rng.random::<f64>()])
             .collect();
         let i = agent.select(&candidates)?;
         let y = black_box(&candidates[i]) + noise.sample(&mut rng); // one noisy evaluation
         agent.update(&candidates[i], y / REWARD_SCALE)?;
-        evaluated.push(candidates[i]);
+        evaluated.push(candidates[i].to_vec());
     }
+    report(
+        &agent,
+        &evaluated,
+        &format!("{CANDIDATES} random candidates per round"),
+    )?;
 
-    // Recommend the evaluated point with the largest posterior mean (robust to the noise).
-    let means = agent.bound().bounds(&evaluated)?.mean;
+    // 2. The whole box [0, 1]²: the agent maximises its UCB by multi-start quasi-Newton.
+    let mut agent = new_agent()?;
+    let domain = BoxDomain::unit(2)?;
+    let mut evaluated: Vec<Vec<f64>> = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let choice = agent.select_in(&domain)?;
+        let y = black_box(&choice.point) + noise.sample(&mut rng);
+        agent.update(&choice.point, y / REWARD_SCALE)?;
+        evaluated.push(choice.point);
+    }
+    report(&agent, &evaluated, "select_in over the box")
+}
+
+/// Recommends the evaluated point with the largest posterior mean (robust to the noise).
+fn report(agent: &UcbAgent<Dmm<Matern>>, evaluated: &[Vec<f64>], how: &str) -> Result<()> {
+    let means = agent.bound().bounds(evaluated)?.mean;
     let best = (0..evaluated.len())
         .max_by(|&a, &b| means[a].total_cmp(&means[b]))
         .expect("at least one round");
-    let [u1, u2] = evaluated[best];
-    println!("{ROUNDS} noisy evaluations, {CANDIDATES} random candidates per round");
+    let (u1, u2) = (evaluated[best][0], evaluated[best][1]);
+    println!("{ROUNDS} noisy evaluations, {how}");
     println!("recommended point:  ({u1:.4}, {u2:.4})");
     println!("its true value:     {:.6}", black_box(&evaluated[best]));
     println!("known optimum:      {OPTIMUM:.6}");
@@ -71,5 +93,6 @@ fn main() -> Result<()> {
             .map(|u| black_box(u))
             .fold(f64::NEG_INFINITY, f64::max)
     );
+    println!();
     Ok(())
 }

@@ -51,7 +51,7 @@ pub struct Choice {
     pub rule: Rule,
 }
 
-/// How [`UcbAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
+/// How [`BanditAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
 /// sequence, [`BoxDomain::space_filling`]) are scored in one batch, and the best `refine` of them
 /// are refined by a box-constrained quasi-Newton method ([`crate::continuous::refine`]). The
 /// starts are drawn afresh each round from `seed`, the number of observations and the number
@@ -255,6 +255,37 @@ fn best_indices(values: &[f64], count: usize) -> Vec<usize> {
     order
 }
 
+/// Refines the starts `chosen` (indices into the row-major `starts`) on `objective`, spread over
+/// the cores with the `parallel` feature for posteriors of `observations` large enough to pay
+/// for it (each refinement is sequential and deterministic, so the results are the same bits
+/// either way); the first error in the order of `chosen`.
+fn refine_all(
+    domain: &BoxDomain,
+    starts: &[f64],
+    chosen: &[usize],
+    observations: usize,
+    objective: impl Fn(&[f64]) -> Result<(f64, Vec<f64>)> + Sync,
+) -> Result<Vec<crate::continuous::Maximum>> {
+    let d = domain.dim();
+    let mut slots: Vec<Option<Result<crate::continuous::Maximum>>> = vec![None; chosen.len()];
+    // About 50 objective calls of O(t²) each per refinement.
+    let work = 50 * observations * observations;
+    crate::parallel::for_each_chunk(&mut slots, 1, work, |i, slot| {
+        let j = chosen[i];
+        let mut f = |x: &[f64]| objective(x);
+        slot[0] = Some(refine(
+            domain,
+            &starts[j * d..(j + 1) * d],
+            &mut f,
+            &RefineOptions::default(),
+        ));
+    });
+    slots
+        .into_iter()
+        .map(|s| s.expect("every slot is filled"))
+        .collect()
+}
+
 /// The UCB point in `domain`: the best starts refined on U by its gradient; of the refined
 /// points and their starts, the one whose U (by `evaluate`) is largest, so the value returned is
 /// never below any start's.
@@ -262,24 +293,20 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
     options: &ContinuousOptions,
-    seed: u64,
-    warm: Option<&[f64]>,
+    starts: &[f64],
 ) -> Result<Choice> {
     let d = domain.dim();
-    let mut starts = domain.space_filling(options.starts, seed);
-    if let Some(w) = warm.filter(|w| domain.contains(w)) {
-        starts.extend_from_slice(w);
-    }
     let points = Points::from_row_major(&starts, d)?;
     let values = bound.evaluate(&points)?.ucb;
     max_finite(&values)?;
-    let mut objective = |x: &[f64]| bound.ucb_gradient(x);
+    let chosen = best_indices(&values, options.refine);
+    let refined = refine_all(domain, starts, &chosen, bound.len(), |x| {
+        bound.ucb_gradient(x)
+    })?;
     let mut finalists = Vec::new();
-    for j in best_indices(&values, options.refine) {
-        let start = &starts[j * d..(j + 1) * d];
-        let refined = refine(domain, start, &mut objective, &RefineOptions::default())?;
+    for (&j, refined) in chosen.iter().zip(refined) {
         finalists.extend_from_slice(&refined.point);
-        finalists.extend_from_slice(start);
+        finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
     }
     let finalists_points = Points::from_row_major(&finalists, d)?;
     let scores = bound.evaluate(&finalists_points)?.ucb;
@@ -298,11 +325,10 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
     options: &ContinuousOptions,
-    seed: u64,
+    starts: &[f64],
     pending: &PendingSet,
 ) -> Result<Choice> {
     let d = domain.dim();
-    let starts = domain.space_filling(options.starts, seed);
     let points = Points::from_row_major(&starts, d)?;
     let bounds = bound.evaluate(&points)?;
     let threshold = max_finite(&bounds.lcb)?;
@@ -318,14 +344,16 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
             }
         })
         .collect();
-    let mut objective = |x: &[f64]| conditioned.variance_gradient(x);
+    let chosen: Vec<usize> = best_indices(&ranked, options.refine)
+        .into_iter()
+        .filter(|&j| ranked[j] > f64::NEG_INFINITY)
+        .collect();
+    let all_refined = refine_all(domain, starts, &chosen, bound.len() + pending.len(), |x| {
+        conditioned.variance_gradient(x)
+    })?;
     let mut best: Option<(Vec<f64>, f64)> = None;
-    for j in best_indices(&ranked, options.refine) {
-        if ranked[j] == f64::NEG_INFINITY {
-            break;
-        }
+    for (&j, refined) in chosen.iter().zip(all_refined) {
         let start = &starts[j * d..(j + 1) * d];
-        let refined = refine(domain, start, &mut objective, &RefineOptions::default())?;
         let ucb = bound
             .evaluate(&Points::from_row_major(&refined.point, d)?)?
             .ucb[0];
@@ -342,7 +370,7 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     // admissible start is pending, which space-filling starts drawn afresh make impossible in
     // practice. Fall back to the UCB point then.
     let Some((point, _)) = best else {
-        return ucb_in(bound, domain, options, seed, None);
+        return ucb_in(bound, domain, options, starts);
     };
     let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
     Ok(Choice {
@@ -353,7 +381,7 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
 }
 
 impl<B: ConfidenceBound> UcbAgent<B> {
-    /// Sets how [`UcbAgent::select_in`] searches a box (see [`ContinuousOptions`]).
+    /// Sets how [`BanditAgent::select_in`] searches a box (see [`ContinuousOptions`]).
     ///
     /// # Errors
     /// [`Error::InvalidParameter`] for zero starts or zero refinements.
@@ -363,7 +391,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Ok(self)
     }
 
-    /// How [`UcbAgent::select_in`] searches a box.
+    /// How [`BanditAgent::select_in`] searches a box.
     pub fn continuous(&self) -> ContinuousOptions {
         self.continuous
     }
@@ -459,28 +487,42 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Ok(())
     }
 
-    fn choose_in(&self, domain: &BoxDomain) -> Result<Choice> {
+    /// The starts the next [`BanditAgent::select_in`] (or the next point of
+    /// [`BanditAgent::select_batch_in`]) scores, row-major: [`BoxDomain::space_filling`] with a
+    /// seed mixed from [`ContinuousOptions::seed`], the number of observations and the number
+    /// of pending points, followed, for a UCB point, by the last UCB point if it is in the box.
+    /// The point chosen has a UCB at least that of each of them.
+    pub fn next_starts(&self, domain: &BoxDomain) -> Vec<f64> {
         let seed = round_seed(
             self.continuous.seed,
             self.bound().len(),
             self.pending_set.len(),
         );
+        let mut starts = domain.space_filling(self.continuous.starts, seed);
+        if !self.pending_set.explore_next()
+            && let Some(w) = self
+                .pending_set
+                .last_ucb_pick
+                .as_deref()
+                .filter(|w| domain.contains(w))
+        {
+            starts.extend_from_slice(w);
+        }
+        starts
+    }
+
+    fn choose_in(&self, domain: &BoxDomain) -> Result<Choice> {
+        let starts = self.next_starts(domain);
         if self.pending_set.explore_next() {
             exploration_in(
                 self.bound(),
                 domain,
                 &self.continuous,
-                seed,
+                &starts,
                 &self.pending_set,
             )
         } else {
-            ucb_in(
-                self.bound(),
-                domain,
-                &self.continuous,
-                seed,
-                self.pending_set.last_ucb_pick.as_deref(),
-            )
+            ucb_in(self.bound(), domain, &self.continuous, &starts)
         }
     }
 }

@@ -107,7 +107,8 @@ pub trait BanditAgent {
     ///
     /// What is certified: the point lies in the box, and its UCB (as
     /// [`crate::bound::ConfidenceBound::evaluate`] computes it) is at least that of every start
-    /// scored. It is a local maximiser refined from the best starts, not a certified global
+    /// scored ([`UcbAgent::next_starts`]), to rounding: evaluate's value at a point can differ
+    /// in the last bits with the batch it is computed in. It is a local maximiser refined from the best starts, not a certified global
     /// one; more starts make a miss less likely.
     ///
     /// # Errors

@@ -202,7 +202,6 @@ mod snapshot {
         #[serde(with = "chacha")]
         rng: ChaCha8Rng,
         dim: Option<usize>,
-        #[serde(default)]
         pending: PendingSet,
     }
 

@@ -86,11 +86,9 @@ pub struct UcbAgent<B> {
     /// The arms of the last `select` while detecting, or of the declared set; row-major.
     previous: Vec<f64>,
     previous_len: usize,
-    /// Pending evaluations ([`UcbAgent::pending`]).
-    #[cfg_attr(feature = "serde", serde(default))]
+    /// Pending evaluations ([`BanditAgent::pending`]).
     pub(super) pending_set: PendingSet,
-    /// How [`UcbAgent::select_in`] searches a box.
-    #[cfg_attr(feature = "serde", serde(default))]
+    /// How [`BanditAgent::select_in`] searches a box.
     pub(super) continuous: ContinuousOptions,
 }
 

@@ -126,7 +126,7 @@ pub struct BoundGradient {
 /// are not known yet ([`ConfidenceBound::pending_variance`]). The variance of a Gaussian
 /// process does not depend on the targets, so pending evaluations already shrink it: what
 /// GP-UCB-PE (Contal et al. 2013) maximises to spread a batch out.
-pub trait PendingVariance: std::fmt::Debug {
+pub trait PendingVariance: Send + Sync + std::fmt::Debug {
     /// ρ²(x) at every point, given the observed and the pending inputs.
     ///
     /// # Errors
@@ -461,7 +461,7 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
 
     /// The mean, LCB and UCB at `x` and their gradients with respect to `x` (see
     /// [`BoundGradient`]): what continuous maximisation of the UCB
-    /// ([`crate::agent::UcbAgent::select_in`]) is built on.
+    /// ([`crate::agent::BanditAgent::select_in`]) is built on.
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a bound or kernel without gradients (the provided method);

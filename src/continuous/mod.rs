@@ -1,5 +1,5 @@
 //! Continuous domains: a box [lo, hi]^d, space-filling starts in it, and the multi-start,
-//! box-constrained quasi-Newton maximisation that [`crate::agent::UcbAgent::select_in`] and the
+//! box-constrained quasi-Newton maximisation that [`crate::agent::BanditAgent::select_in`] and the
 //! continuous environments are built on.
 
 mod domain;

@@ -107,7 +107,7 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
 
     /// The gradient ∂k(x, y)/∂x with respect to the first argument, written into `out`
     /// (`x.len()` entries). The confidence bounds' gradients and the continuous maximisation
-    /// of [`crate::agent::UcbAgent::select_in`] are built on it.
+    /// of [`crate::agent::BanditAgent::select_in`] are built on it.
     ///
     /// # Errors
     /// [`Error::Unsupported`] for a kernel without a gradient (the provided method; every
