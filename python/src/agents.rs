@@ -404,6 +404,22 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         Ok(d)
     }
 
+    /// The starts the next `select_in(domain)` (or the next point of `select_batch` on the box)
+    /// scores, as an (n, d) array: `starts` space-filling points, followed for a UCB point by
+    /// the last UCB point if it is in the box. The point chosen has a UCB at least that of each.
+    fn next_starts<'py>(
+        &self,
+        py: Python<'py>,
+        domain: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let domain = continuous::domain(domain)?;
+        let d = domain.dim();
+        let inner = &self.inner;
+        let starts = py.detach(|| inner.next_starts(&domain));
+        let n = starts.len() / d;
+        PyArray1::from_vec(py, starts).reshape([n, d])
+    }
+
     /// The pending evaluations, oldest first, as a (p, d) array (shape (0, 0) when there are
     /// none and the dimension is not known yet).
     #[getter]
