@@ -582,3 +582,99 @@ def test_any_interleaving_of_pending_points_leaves_what_the_updates_alone_leave(
         busy.withdraw(x)
     assert busy.pending_len == 0
     assert busy.to_bytes() == plain.to_bytes()
+
+
+# Hostile input, fuzzed -------------------------------------------------------------------------
+
+SPECIAL = [0.0, -0.0, 1.0, 1e-300, 5e-324, 1e300, -1e300, 1e154, np.nan, np.inf, -np.inf]
+values = st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=True, allow_infinity=True))
+
+
+@st.composite
+def arrays(draw, max_rows=4):
+    rows = draw(st.integers(0, max_rows))
+    cols = draw(st.integers(0, 3))
+    data = draw(st.lists(values, min_size=rows * cols, max_size=rows * cols))
+    a = np.array(data, dtype=np.float64).reshape(rows, cols)
+    layout = draw(st.sampled_from(["c", "f", "list", "1-d", "3-d"]))
+    return {"c": a, "f": np.asfortranarray(a), "list": a.tolist(), "1-d": a.ravel(), "3-d": a[None]}[layout]
+
+
+def answer(obj, f, *args):
+    """f(*args), or None if it raised a KernelBanditsError, which must leave `obj` unchanged.
+    Anything else (a panic surfaces as PanicException, a BaseException) fails the test."""
+    before = obj.to_bytes()
+    try:
+        return f(*args)
+    except kb.KernelBanditsError as e:
+        assert str(e)
+        assert obj.to_bytes() == before
+        return None
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(["ay", "igp", "amm", "dmm", "cmm", "k-ucb", "bkb", "ek-ucb"]),
+       pending=arrays(), x=arrays(), point=arrays(max_rows=1))
+def test_bound_gradients_answer_or_raise_their_own_errors(name, pending, x, point):
+    bound = kb.make_bound(name, kb.Rbf(0.5), dims=2, horizon=50)
+    bound.observe_many(np.array([[0.1, 0.2], [0.6, 0.3]]), np.array([0.4, -0.2]))
+    p1 = np.asarray(point, dtype=np.float64).ravel()
+    g = answer(bound, bound.gradient, p1)
+    if g is not None:
+        assert g.ucb_gradient.shape == (2,)
+    answer(bound, bound.ucb_gradient, p1)
+    v = answer(bound, bound.pending_variance, pending, x)
+    if v is not None:
+        assert v.shape == (np.asarray(x).shape[0],) and np.all(v >= 0.0)
+    answer(bound, bound.pending_variance_gradient, pending, p1)
+    try:
+        kb.Rbf(0.5).gradient(p1, p1[::-1])
+    except kb.KernelBanditsError:
+        pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(agent=st.sampled_from(sorted(AGENTS)), lo=arrays(max_rows=1), hi=arrays(max_rows=1),
+       arms=arrays(), x=arrays(max_rows=1), q=st.integers(0, 3))
+def test_agents_continuous_calls_answer_or_raise_their_own_errors(agent, lo, hi, arms, x, q):
+    a = AGENTS[agent]()
+    a.update([0.3, 0.4], 0.1)
+    lo = np.asarray(lo, dtype=np.float64).ravel()
+    hi = np.asarray(hi, dtype=np.float64).ravel()
+    c = answer(a, a.select_in, (lo, hi))
+    if c is not None:
+        assert kb.BoxDomain(lo, hi).contains(c.point)
+    batch = answer(a, a.select_batch, (lo, hi), q)
+    if batch is not None:
+        assert len(batch) == q and all(kb.BoxDomain(lo, hi).contains(ch.point) for ch in batch)
+    batch = answer(a, a.select_batch, arms, q)
+    if batch is not None:
+        assert len(batch) == q and all(0 <= i < len(arms) for i in batch)
+    p = np.asarray(x, dtype=np.float64).ravel()
+    answer(a, a.pending, p)
+    answer(a, a.withdraw, p)
+
+
+@pytest.mark.parametrize(
+    "lo, hi",
+    [
+        ([0.0, 0.0], [1e300, 1.0]),
+        ([-1e300, -1.0], [0.0, 1.0]),
+        ([1.0, 0.0], [np.nextafter(1.0, 2.0), 1.0]),  # one ulp wide
+        ([0.5, 0.25], [0.5, 0.25]),  # a single point
+        ([1e-300, 0.0], [2e-300, 5e-324]),
+        ([-1e154, 1e154], [1e154, 1.5e154]),
+    ],
+)
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_extreme_but_valid_boxes(name, lo, hi):
+    agent = AGENTS[name]()
+    agent.update([0.3, 0.4], 0.1)
+    dom = kb.BoxDomain(lo, hi)
+    c = answer(agent, agent.select_in, dom)
+    if c is not None:
+        assert dom.contains(c.point) and not np.isnan(c.ucb)
+    batch = answer(agent, agent.select_batch, (np.array(lo), np.array(hi)), 3)
+    if batch is not None:
+        assert all(dom.contains(ch.point) for ch in batch)
+        assert agent.pending_len == 3
