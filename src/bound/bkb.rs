@@ -1,8 +1,8 @@
 //! BKB, the budgeted kernel bandit's bound (Calandriello et al. 2019), and its batched form
 //! BBKB (Calandriello et al. 2020).
 
-use super::sketch::sketched_bounds;
-use super::{BatchFeedback, Bounds, ConfidenceBound, SketchParams};
+use super::sketch::{sketched_bounds, sketched_gradient};
+use super::{BatchFeedback, BoundGradient, Bounds, ConfidenceBound, PendingVariance, SketchParams};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::points::Points;
@@ -321,6 +321,39 @@ impl<K: Kernel> ConfidenceBound for Bkb<K> {
             _ => self.posterior.evaluate(points)?,
         };
         sketched_bounds(batch, self.width())
+    }
+
+    /// μ̃ ± β̃σ̃ and their gradients, through the Nyström embedding (see
+    /// [`SketchedPosterior`]'s formulas): ∇μ̃ = Jᵀ L_Z⁻ᵀ V⁻¹Φᵀy and
+    /// ∇σ̃² = ∇k(x, x)/λ + 2Jᵀ L_Z⁻ᵀ(V⁻¹z(x) − z(x)/λ), J the rows ∂k(x, zᵢ)/∂x over the
+    /// anchors; inside a BBKB batch the mean is the one at the batch start, as in
+    /// [`ConfidenceBound::evaluate`]. β̃ does not depend on x. O(md) kernel gradients and
+    /// O(m²).
+    ///
+    /// # Errors
+    /// Invalid or wrong-dimension x; [`crate::Error::Unsupported`] for a kernel without
+    /// gradients; as [`ConfidenceBound::evaluate`].
+    fn gradient(&self, x: &[f64]) -> Result<BoundGradient> {
+        let start = match (&self.batch_start, self.params.batch_feedback) {
+            (Some(start), BatchFeedback::AtBatchEnd) => Some(start),
+            _ => None,
+        };
+        sketched_gradient(self.posterior.gradient_at(x, start)?, self.width())
+    }
+
+    /// The DTC variance σ̃² (in the scale β̃ multiplies) given the pending inputs: they enter
+    /// V = ΦᵀΦ + λI as observations would, with the dictionary fixed and the mean untouched —
+    /// how BBKB treats a batch's points before their feedback (Calandriello et al. 2020
+    /// Alg. 1). The dictionary BKB would resample after observing them is random and is not
+    /// anticipated. O(p(m² + md)) for p pending points, then O(m²) per query.
+    ///
+    /// # Errors
+    /// Pending points of the wrong dimension; non-finite kernel values.
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> Result<Box<dyn PendingVariance + 'a>> {
+        Ok(Box::new(self.posterior.pending(pending)?))
     }
 
     /// The sketched queries cost O(m²) per point whatever t is: no pruning to gain.

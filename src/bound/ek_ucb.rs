@@ -1,7 +1,7 @@
 //! EK-UCB, efficient kernel UCB with an incrementally grown Nyström dictionary (Zenati et al. 2022).
 
-use super::sketch::sketched_bounds;
-use super::{Bounds, ConfidenceBound, SketchParams};
+use super::sketch::{sketched_bounds, sketched_gradient};
+use super::{BoundGradient, Bounds, ConfidenceBound, PendingVariance, SketchParams};
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::linalg::dot;
@@ -308,6 +308,34 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
 
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         sketched_bounds(self.posterior.evaluate(points)?, self.width())
+    }
+
+    /// μ̃ ± β̃σ̃ and their gradients, through the Nyström embedding (see
+    /// [`SketchedPosterior`]'s formulas): ∇μ̃ = Jᵀ L_Z⁻ᵀ V⁻¹Φᵀy and
+    /// ∇σ̃² = ∇k(x, x)/λ + 2Jᵀ L_Z⁻ᵀ(V⁻¹z(x) − z(x)/λ), J the rows ∂k(x, zᵢ)/∂x over the
+    /// anchors (Zenati et al. 2022 Prop. 4.2's μ̃ and σ̃²). β̃ does not depend on x. O(md)
+    /// kernel gradients and O(m²).
+    ///
+    /// # Errors
+    /// Invalid or wrong-dimension x; [`crate::Error::Unsupported`] for a kernel without
+    /// gradients; as [`ConfidenceBound::evaluate`].
+    fn gradient(&self, x: &[f64]) -> Result<BoundGradient> {
+        sketched_gradient(self.posterior.gradient_at(x, None)?, self.width())
+    }
+
+    /// The DTC variance σ̃² (in the scale β̃ multiplies) given the pending inputs: they enter
+    /// V = ΦᵀΦ + λI as observations would (Zenati et al. 2022 Alg. 2's update), with the
+    /// dictionary fixed. KORS may add a pending point to the dictionary when it is observed,
+    /// a random draw that this does not anticipate. O(p(m² + md)) for p pending points, then
+    /// O(m²) per query.
+    ///
+    /// # Errors
+    /// Pending points of the wrong dimension; non-finite kernel values.
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> Result<Box<dyn PendingVariance + 'a>> {
+        Ok(Box::new(self.posterior.pending(pending)?))
     }
 
     /// The sketched queries cost O(m²) per point whatever t is: no pruning to gain.

@@ -280,3 +280,67 @@ pub(crate) fn sketched_bounds(batch: SketchedBatch, width: f64) -> Result<Bounds
         })
     }
 }
+
+/// The [`BoundGradient`](super::BoundGradient) of μ̃ ± β̃σ̃ from the sketched posterior's
+/// values and gradients: ∇(β̃σ̃) = β̃∇σ̃²/(2σ̃). Where σ̃ = 0 (a point with no prior variance
+/// left, possible only for a degenerate kernel) σ̃ has no gradient and the bounds get the
+/// mean's.
+///
+/// # Errors
+/// As [`sketched_bounds`].
+pub(crate) fn sketched_gradient(
+    g: crate::posterior::SketchedGradient,
+    width: f64,
+) -> Result<super::BoundGradient> {
+    let width = super::check_width(width)?;
+    let deviation = g.variance.sqrt();
+    let spread = width * deviation;
+    let spread_gradient: Vec<f64> = if deviation > 0.0 {
+        g.variance_gradient
+            .iter()
+            .map(|v| width * v / (2.0 * deviation))
+            .collect()
+    } else {
+        vec![0.0; g.mean_gradient.len()]
+    };
+    let combine = |sign: f64| -> Vec<f64> {
+        g.mean_gradient
+            .iter()
+            .zip(&spread_gradient)
+            .map(|(m, s)| m + sign * s)
+            .collect()
+    };
+    let out = super::BoundGradient {
+        mean: g.mean,
+        lcb: g.mean - spread,
+        ucb: g.mean + spread,
+        lcb_gradient: combine(-1.0),
+        ucb_gradient: combine(1.0),
+        mean_gradient: g.mean_gradient,
+    };
+    let finite = [out.lcb, out.ucb]
+        .iter()
+        .chain(&out.lcb_gradient)
+        .chain(&out.ucb_gradient)
+        .all(|v| v.is_finite());
+    if finite {
+        Ok(out)
+    } else {
+        Err(Error::NonFinite {
+            what: "sketched bound (the targets are too large for the regulariser)".into(),
+        })
+    }
+}
+
+/// The pending variance of BKB and EK-UCB: σ̃² in the papers' scale (the one their width β̃
+/// multiplies, ρ_λ²/λ in the exact limit), given the pending inputs (see
+/// [`SketchedPosterior::pending`](crate::posterior::SketchedPosterior)).
+impl<K: crate::kernel::Kernel> super::PendingVariance for crate::posterior::SketchedPending<'_, K> {
+    fn variance(&self, points: &crate::points::Points<'_>) -> Result<Vec<f64>> {
+        crate::posterior::SketchedPending::variance(self, points)
+    }
+
+    fn variance_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        crate::posterior::SketchedPending::variance_gradient(self, x)
+    }
+}

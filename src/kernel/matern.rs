@@ -499,14 +499,14 @@ impl Kernel for Matern {
             }
             Smoothness::ThreeHalves => {
                 let s = SQRT_3 * z_sq.sqrt();
-                if !(s < 750.0) {
+                if s.is_nan() || s >= 750.0 {
                     return zero(out);
                 }
                 -3.0 * exp_minus(s)
             }
             Smoothness::FiveHalves => {
                 let s = SQRT_5 * z_sq.sqrt();
-                if !(s < 750.0) {
+                if s.is_nan() || s >= 750.0 {
                     return zero(out);
                 }
                 let half = exp_minus(0.5 * s);

@@ -29,5 +29,5 @@ pub use exact::{ExactPosterior, PosteriorBatch};
 pub use fixed::ArmSetInfo;
 pub(crate) use gradient::PointSolve;
 pub use health::Health;
-pub(crate) use sketched::BatchStart;
 pub use sketched::{ANCHOR_TOLERANCE, NystromState, SketchedBatch, SketchedPosterior};
+pub(crate) use sketched::{BatchStart, SketchedGradient, SketchedPending};

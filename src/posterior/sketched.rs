@@ -680,10 +680,38 @@ impl<K: Kernel> SketchedPosterior<K> {
     /// [`SketchedPosterior::evaluate`] with the mean μ̃(x) = z(x)ᵀ`weights` (`weights` of the
     /// current dictionary's size) and the current variance.
     fn evaluate_with_weights(&self, points: &Points<'_>, weights: &[f64]) -> Result<SketchedBatch> {
+        self.evaluate_with(points, weights, self.chol_v.as_ref())
+    }
+
+    /// μ̃(x) = z(x)ᵀ`weights` and σ̃²(x) with V's factor `factor` at each point.
+    fn evaluate_with(
+        &self,
+        points: &Points<'_>,
+        weights: &[f64],
+        factor: MatRef<'_, f64>,
+    ) -> Result<SketchedBatch> {
         let count = points.len();
         if count == 0 {
             return Ok(SketchedBatch::default());
         }
+        let (prior, block) = self.embed_points(points)?;
+        if self.anchors.is_empty() {
+            return Ok(SketchedBatch {
+                mean: vec![0.0; count],
+                variance: prior.iter().map(|p| p.max(0.0) / self.lambda).collect(),
+            });
+        }
+        let mean = (0..count)
+            .map(|j| dot(block.col(j).try_as_col_major().unwrap().as_slice(), weights))
+            .collect();
+        let variance = self.variances(&prior, block, factor);
+        Ok(SketchedBatch { mean, variance })
+    }
+
+    /// k(x, x) and the embeddings z(x) = L_Z⁻¹k_Z(x) (one column per point, m × count) of a
+    /// non-empty batch of points.
+    fn embed_points(&self, points: &Points<'_>) -> Result<(Vec<f64>, Mat<f64>)> {
+        let count = points.len();
         self.check_dim(points.dim())?;
         let m = self.anchors.len();
         let mut prior = vec![0.0; count];
@@ -705,26 +733,24 @@ impl<K: Kernel> SketchedPosterior<K> {
                 what: "kernel value at a query point".into(),
             });
         }
-        if m == 0 {
-            return Ok(SketchedBatch {
-                mean: vec![0.0; count],
-                variance: prior.iter().map(|p| p.max(0.0) / self.lambda).collect(),
-            });
+        if m > 0 {
+            solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
         }
-        solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
-        let mean = (0..count)
-            .map(|j| dot(block.col(j).try_as_col_major().unwrap().as_slice(), weights))
-            .collect();
-        let variance = self.variances(&prior, block);
-        Ok(SketchedBatch { mean, variance })
+        Ok((prior, block))
     }
 
-    /// σ̃² from k(x, x) and the embeddings (one column per point, consumed).
-    fn variances(&self, prior: &[f64], mut embedded: Mat<f64>) -> Vec<f64> {
+    /// σ̃² from k(x, x) and the embeddings (one column per point, consumed), with V's factor
+    /// `factor`.
+    fn variances(
+        &self,
+        prior: &[f64],
+        mut embedded: Mat<f64>,
+        factor: MatRef<'_, f64>,
+    ) -> Vec<f64> {
         let norms: Vec<f64> = (0..prior.len())
             .map(|j| embedded.col(j).squared_norm_l2())
             .collect();
-        solve_lower_triangular_in_place(self.chol_v.as_ref(), embedded.as_mut(), Par::Seq);
+        solve_lower_triangular_in_place(factor, embedded.as_mut(), Par::Seq);
         prior
             .iter()
             .zip(norms)
@@ -743,7 +769,7 @@ impl<K: Kernel> SketchedPosterior<K> {
                 .map(|p| p.max(0.0) / self.lambda)
                 .collect();
         }
-        self.variances(&self.prior, self.embedding.clone())
+        self.variances(&self.prior, self.embedding.clone(), self.chol_v.as_ref())
     }
 
     /// Keeps the first `len` observations and the anchors among the points they contain,
@@ -887,6 +913,193 @@ impl<K: Kernel> SketchedPosterior<K> {
         solve_lower_triangular_in_place(self.chol_zz.as_ref(), block.as_mut(), Par::Seq);
         solve_lower_triangular_in_place(self.chol_v.as_ref(), block.as_mut(), Par::Seq);
         Ok((0..count).map(|j| block.col(j).squared_norm_l2()).collect())
+    }
+}
+
+/// μ̃, σ̃² and their gradients at one point ([`SketchedPosterior::gradient_at`]).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SketchedGradient {
+    /// μ̃(x), as [`SketchedPosterior::evaluate`] reports it.
+    pub(crate) mean: f64,
+    /// σ̃²(x), as [`SketchedPosterior::evaluate`] reports it.
+    pub(crate) variance: f64,
+    /// ∇μ̃(x).
+    pub(crate) mean_gradient: Vec<f64>,
+    /// ∇σ̃²(x).
+    pub(crate) variance_gradient: Vec<f64>,
+}
+
+/// L⁻ᵀb for a lower-triangular `factor`.
+fn backward(factor: MatRef<'_, f64>, b: &[f64]) -> Vec<f64> {
+    let mut out = b.to_vec();
+    if !out.is_empty() {
+        solve_upper_triangular_in_place(
+            factor.transpose(),
+            MatMut::from_column_major_slice_mut(&mut out, b.len(), 1),
+            Par::Seq,
+        );
+    }
+    out
+}
+
+/// The sketched posterior conditioned on pending inputs whose targets are not known yet
+/// ([`SketchedPosterior::pending`]): V is replaced by V_p = V + Σ_p z(x_p)z(x_p)ᵀ, the
+/// dictionary is unchanged.
+#[derive(Debug)]
+pub(crate) struct SketchedPending<'a, K> {
+    posterior: &'a SketchedPosterior<K>,
+    /// Cholesky factor of V_p.
+    chol: Mat<f64>,
+}
+
+impl<K: Kernel> SketchedPending<'_, K> {
+    /// σ̃²_p at each point: the DTC variance of [`SketchedPosterior::evaluate`] with V_p for V.
+    ///
+    /// # Errors
+    /// As [`SketchedPosterior::evaluate`].
+    pub(crate) fn variance(&self, points: &Points<'_>) -> Result<Vec<f64>> {
+        let post = self.posterior;
+        Ok(post
+            .evaluate_with(points, &post.weights, self.chol.as_ref())?
+            .variance)
+    }
+
+    /// σ̃²_p(x) and its gradient.
+    ///
+    /// # Errors
+    /// As [`SketchedPosterior::gradient_at`].
+    pub(crate) fn variance_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let post = self.posterior;
+        let g = post.gradient_with(x, &post.weights, self.chol.as_ref())?;
+        Ok((g.variance, g.variance_gradient))
+    }
+}
+
+impl<K: Kernel> SketchedPosterior<K> {
+    /// μ̃(x), σ̃²(x) and their gradients, differentiating through the Nyström embedding: with J
+    /// the m × d matrix of rows ∂k(x, z_i)/∂x, ∇z(x) = L_Z⁻¹J, so
+    ///
+    /// - ∇μ̃(x) = Jᵀ L_Z⁻ᵀ V⁻¹Φᵀy,
+    /// - ∇σ̃²(x) = ∇k(x, x)/λ + 2 Jᵀ L_Z⁻ᵀ (V⁻¹z(x) − z(x)/λ)
+    ///
+    /// (Calandriello et al. 2019 Eq. 4's μ̃ and DTC σ̃²). Where the residual k(x, x) − ‖z(x)‖²
+    /// is not positive as computed (rounding, at an anchor) `evaluate` clamps it to 0, and its
+    /// gradient is taken as 0 (the residual is minimal there). With `start` (BBKB inside a
+    /// batch), the mean is the one frozen at the batch start. The values are the ones
+    /// `evaluate` computes (the same code path). O(md) kernel gradients and O(m²).
+    ///
+    /// # Errors
+    /// Invalid or wrong-dimension x; non-finite kernel values; [`Error::Unsupported`] for a
+    /// kernel without gradients.
+    pub(crate) fn gradient_at(
+        &self,
+        x: &[f64],
+        start: Option<&BatchStart>,
+    ) -> Result<SketchedGradient> {
+        let weights = start.map_or(&self.weights, |s| &s.weights);
+        self.gradient_with(x, weights, self.chol_v.as_ref())
+    }
+
+    /// [`SketchedPosterior::gradient_at`] with mean weights `weights` and V's factor `factor`.
+    fn gradient_with(
+        &self,
+        x: &[f64],
+        weights: &[f64],
+        factor: MatRef<'_, f64>,
+    ) -> Result<SketchedGradient> {
+        check_point(x, self.dim, "query point")?;
+        let d = x.len();
+        let points = Points::from_row_major(x, d)?;
+        let values = self.evaluate_with(&points, weights, factor)?;
+        let mut diag_gradient = vec![0.0; d];
+        self.kernel.diag_gradient(x, &mut diag_gradient)?;
+        let (prior, block) = self.embed_points(&points)?;
+        let m = self.anchors.len();
+        let z: Vec<f64> = block.col(0).iter().copied().collect();
+        // The residual's gradient, ∇k(x, x) − 2∇z(x)ᵀz(x), only where `evaluate` does not
+        // clamp it.
+        let unclamped = m == 0 || prior[0] - block.col(0).squared_norm_l2() > 0.0;
+        let mut variance_gradient: Vec<f64> = if unclamped {
+            diag_gradient.iter().map(|g| g / self.lambda).collect()
+        } else {
+            vec![0.0; d]
+        };
+        let mut mean_gradient = vec![0.0; d];
+        if m > 0 {
+            let mut solved = Vec::with_capacity(m);
+            cholesky_solve_into(factor, &z, &mut solved);
+            let coefficients: Vec<f64> = solved
+                .iter()
+                .zip(&z)
+                .map(|(s, z)| {
+                    if unclamped {
+                        2.0 * (s - z / self.lambda)
+                    } else {
+                        2.0 * s
+                    }
+                })
+                .collect();
+            let variance_weights = backward(self.chol_zz.as_ref(), &coefficients);
+            let mean_weights = backward(self.chol_zz.as_ref(), weights);
+            let mut row = vec![0.0; d];
+            for j in 0..m {
+                self.kernel.gradient(x, self.anchor(j), &mut row)?;
+                for k in 0..d {
+                    mean_gradient[k] += mean_weights[j] * row[k];
+                    variance_gradient[k] += variance_weights[j] * row[k];
+                }
+            }
+        }
+        if mean_gradient
+            .iter()
+            .chain(&variance_gradient)
+            .any(|v| !v.is_finite())
+        {
+            return Err(Error::NonFinite {
+                what: "gradient of the sketched posterior".into(),
+            });
+        }
+        Ok(SketchedGradient {
+            mean: values.mean[0],
+            variance: values.variance[0],
+            mean_gradient,
+            variance_gradient,
+        })
+    }
+
+    /// The posterior conditioned on `pending` inputs whose targets are still to come: each
+    /// enters V = ΦᵀΦ + λI as an observation would, V_p = V + Σ_p z(x_p)z(x_p)ᵀ (one rank-p
+    /// Cholesky update, O(pm² + pmd)), with the dictionary unchanged and the mean untouched.
+    /// This is how BBKB's variance treats the points of a batch whose feedback has not
+    /// arrived (Calandriello et al. 2020 Alg. 1: σ̃_t includes the batch's points, the
+    /// dictionary is fixed within the batch). The DTC variance does not depend on the
+    /// targets, so this is exactly the variance the sketch would have after observing the
+    /// pending points, were its dictionary not to change.
+    ///
+    /// # Errors
+    /// Pending points of the wrong dimension; non-finite kernel values.
+    pub(crate) fn pending(&self, pending: &Points<'_>) -> Result<SketchedPending<'_, K>> {
+        let m = self.anchors.len();
+        let mut chol = self.chol_v.clone();
+        if !pending.is_empty() {
+            let (_, mut block) = self.embed_points(pending)?;
+            if m > 0 {
+                let mut alpha = vec![1.0; pending.len()];
+                rank_r_update_clobber(
+                    chol.as_mut(),
+                    block.as_mut(),
+                    faer::ColMut::from_slice_mut(&mut alpha).as_diagonal_mut(),
+                )
+                .map_err(|_| Error::NotPositiveDefinite {
+                    row: 0,
+                    pivot: f64::NAN,
+                })?;
+            }
+        }
+        Ok(SketchedPending {
+            posterior: self,
+            chol,
+        })
     }
 }
 
