@@ -148,8 +148,9 @@ impl PyBound {
     }
 
     /// The mean μ(x), lower and upper bounds L(x), U(x) at the 1-D point `x` and their
-    /// gradients with respect to x (see `BoundGradient`). The exact bounds (`Ay`, `Igp`, `Amm`,
-    /// `Dmm`, `KUcb`) have them for kernels with a gradient; others raise `UnsupportedError`.
+    /// gradients with respect to x (see `BoundGradient`): `Cmm` at its minimising regulariser,
+    /// `Bkb` and `EkUcb` through their Nyström embedding. A bound or kernel without gradients
+    /// raises `UnsupportedError`.
     fn gradient(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<BoundGradient> {
         let xa = vector(x, "x")?;
         let xs = elements(&xa);
@@ -175,7 +176,8 @@ impl PyBound {
     /// and the *pending* inputs, the rows of the (p, d) array `pending` whose targets are still
     /// to come (p may be 0). A Gaussian process's variance needs no targets, so pending inputs
     /// already shrink it: GP-UCB-PE (Contal et al. 2013) maximises it to spread a batch out. The
-    /// exact bounds use the regulariser of their mean; the bound itself is unchanged.
+    /// exact bounds use the regulariser of their mean, `Bkb` and `EkUcb` their Nyström features;
+    /// `Cmm` raises `UnsupportedError`. The bound itself is unchanged.
     fn pending_variance<'py>(
         &self,
         py: Python<'py>,
