@@ -214,63 +214,68 @@ fn dense_variance(kernel: &dyn Kernel, inputs: &[Vec<f64>], a: f64, x: &[f64]) -
 fn pending_variance_matches_a_dense_posterior_with_the_points_appended() {
     let kernel: Arc<dyn Kernel> = Arc::new(Rbf::new(0.3).unwrap());
     let a = 0.1 * 0.1; // AMM's a0 = σ²/c with σ = 0.1, c = 1
-    let mut bound = Amm::new(kernel.clone(), params()).unwrap();
-    let a37 = 0.37_f64;
-    let pending_sets: Vec<Vec<Vec<f64>>> = vec![
-        vec![],
-        vec![vec![0.6, 0.4]],
-        vec![vec![a37, 0.5], vec![a37, 0.5]],
-        vec![vec![0.2, 0.2], vec![f64::from_bits(a37.to_bits() + 2), 0.5]],
-        vec![
-            vec![0.3, 0.7],
-            vec![0.7, 0.3],
-            vec![0.5, 0.5],
-            vec![0.05, 0.95],
-        ],
-    ];
-    let mut observed: Vec<Vec<f64>> = Vec::new();
-    let mut inputs = structured_inputs().into_iter();
-    loop {
-        for pending in &pending_sets {
-            let pv = bound
-                .pending_variance(&pending.as_points().unwrap_or_else(|_| {
-                    kernel_bandits::points::Points::from_row_major(&[], 2).unwrap()
-                }))
-                .unwrap();
-            let all: Vec<Vec<f64>> = observed.iter().chain(pending).cloned().collect();
-            let qs = queries();
-            let got = pv.variance(&qs.as_points().unwrap()).unwrap();
-            for (q, v) in qs.iter().zip(&got) {
-                let want = dense_variance(&*kernel, &all, a, q);
-                assert!(
-                    (v - want).abs() <= 1e-10 * (1.0 + want.abs()),
-                    "pending variance {v} vs dense {want} at {q:?} with {} observed, pending {pending:?}",
-                    observed.len()
-                );
-                let (v1, grad) = pv.variance_gradient(q).unwrap();
-                assert!((v1 - v).abs() <= 1e-12, "{v1} vs {v}");
-                let h = 1e-6;
-                for i in 0..2 {
-                    let (mut plus, mut minus) = (q.clone(), q.clone());
-                    plus[i] += h;
-                    minus[i] -= h;
-                    let fd = (dense_variance(&*kernel, &all, a, &plus)
-                        - dense_variance(&*kernel, &all, a, &minus))
-                        / (2.0 * h);
-                    let scale = grad.iter().fold(1e-4_f64, |m, g| m.max(g.abs()));
+    // AMM and CMM both keep the factor of K_t + a0 I (a0 = σ²/c).
+    for mut bound in [
+        Box::new(Amm::new(kernel.clone(), params()).unwrap()) as Box<dyn ConfidenceBound>,
+        Box::new(Cmm::new(kernel.clone(), params()).unwrap()),
+    ] {
+        let a37 = 0.37_f64;
+        let pending_sets: Vec<Vec<Vec<f64>>> = vec![
+            vec![],
+            vec![vec![0.6, 0.4]],
+            vec![vec![a37, 0.5], vec![a37, 0.5]],
+            vec![vec![0.2, 0.2], vec![f64::from_bits(a37.to_bits() + 2), 0.5]],
+            vec![
+                vec![0.3, 0.7],
+                vec![0.7, 0.3],
+                vec![0.5, 0.5],
+                vec![0.05, 0.95],
+            ],
+        ];
+        let mut observed: Vec<Vec<f64>> = Vec::new();
+        let mut inputs = structured_inputs().into_iter();
+        loop {
+            for pending in &pending_sets {
+                let pv = bound
+                    .pending_variance(&pending.as_points().unwrap_or_else(|_| {
+                        kernel_bandits::points::Points::from_row_major(&[], 2).unwrap()
+                    }))
+                    .unwrap();
+                let all: Vec<Vec<f64>> = observed.iter().chain(pending).cloned().collect();
+                let qs = queries();
+                let got = pv.variance(&qs.as_points().unwrap()).unwrap();
+                for (q, v) in qs.iter().zip(&got) {
+                    let want = dense_variance(&*kernel, &all, a, q);
                     assert!(
-                        (grad[i] - fd).abs() <= 1e-5 * scale,
-                        "pending variance gradient {grad:?} vs dense differences {fd} (coordinate {i}) at {q:?}"
+                        (v - want).abs() <= 1e-10 * (1.0 + want.abs()),
+                        "pending variance {v} vs dense {want} at {q:?} with {} observed, pending {pending:?}",
+                        observed.len()
                     );
+                    let (v1, grad) = pv.variance_gradient(q).unwrap();
+                    assert!((v1 - v).abs() <= 1e-12, "{v1} vs {v}");
+                    let h = 1e-6;
+                    for i in 0..2 {
+                        let (mut plus, mut minus) = (q.clone(), q.clone());
+                        plus[i] += h;
+                        minus[i] -= h;
+                        let fd = (dense_variance(&*kernel, &all, a, &plus)
+                            - dense_variance(&*kernel, &all, a, &minus))
+                            / (2.0 * h);
+                        let scale = grad.iter().fold(1e-4_f64, |m, g| m.max(g.abs()));
+                        assert!(
+                            (grad[i] - fd).abs() <= 1e-5 * scale,
+                            "pending variance gradient {grad:?} vs dense differences {fd} (coordinate {i}) at {q:?}"
+                        );
+                    }
                 }
             }
-        }
-        match inputs.next() {
-            Some(x) => {
-                bound.observe(&x, target(&x)).unwrap();
-                observed.push(x.to_vec());
+            match inputs.next() {
+                Some(x) => {
+                    bound.observe(&x, target(&x)).unwrap();
+                    observed.push(x.to_vec());
+                }
+                None => break,
             }
-            None => break,
         }
     }
 }

@@ -296,7 +296,7 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     starts: &[f64],
 ) -> Result<Choice> {
     let d = domain.dim();
-    let points = Points::from_row_major(&starts, d)?;
+    let points = Points::from_row_major(starts, d)?;
     let values = bound.evaluate(&points)?.ucb;
     max_finite(&values)?;
     let chosen = best_indices(&values, options.refine);
@@ -329,7 +329,7 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     pending: &PendingSet,
 ) -> Result<Choice> {
     let d = domain.dim();
-    let points = Points::from_row_major(&starts, d)?;
+    let points = Points::from_row_major(starts, d)?;
     let bounds = bound.evaluate(&points)?;
     let threshold = max_finite(&bounds.lcb)?;
     let conditioned = bound.pending_variance(&pending.points()?)?;

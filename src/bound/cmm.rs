@@ -561,8 +561,13 @@ impl<'a> Objective<'a> {
             spectrum.first
         };
         let mut g = vec![0.0; spectrum.values.len()];
-        for i in first..g.len() {
-            g[i] = spectrum.targets[i] / (spectrum.values[i] + a);
+        for ((gi, b), l) in g
+            .iter_mut()
+            .zip(&spectrum.targets)
+            .zip(&spectrum.values)
+            .skip(first)
+        {
+            *gi = b / (l + a);
         }
         g
     }
@@ -642,14 +647,14 @@ impl<'a> Objective<'a> {
                 } else {
                     self.rho0_sq > 0.0
                 };
-                for i in first..t {
+                for (i, gi) in g.iter_mut().enumerate().take(t).skip(first) {
                     let (l, b, p) = (spectrum.values[i], spectrum.targets[i], self.p[i]);
                     let spread_term = if from_prior {
                         -2.0 * p / ((l + a) * a)
                     } else {
                         2.0 * p / (l * (l + a))
                     };
-                    g[i] = self.sign * b / (l + a) + c * spread_term;
+                    *gi = self.sign * b / (l + a) + c * spread_term;
                 }
                 (g, if from_prior { c / a } else { 0.0 })
             }
@@ -1230,6 +1235,15 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         let g = self.bound_gradient(x, false)?;
         Ok((g.ucb, g.ucb_gradient))
+    }
+
+    /// The variance at the mixture regulariser a0 = σ²/c given the pending inputs, from the
+    /// Cholesky factor CMM keeps beside its eigendecomposition (as the exact bounds do).
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> Result<Box<dyn super::PendingVariance + 'a>> {
+        super::exact_pending_variance(&self.posterior, 0, pending)
     }
 
     forward_posterior!(without truncate);
