@@ -176,8 +176,8 @@ impl PyBound {
     /// and the *pending* inputs, the rows of the (p, d) array `pending` whose targets are still
     /// to come (p may be 0). A Gaussian process's variance needs no targets, so pending inputs
     /// already shrink it: GP-UCB-PE (Contal et al. 2013) maximises it to spread a batch out. The
-    /// exact bounds use the regulariser of their mean, `Bkb` and `EkUcb` their Nyström features;
-    /// `Cmm` raises `UnsupportedError`. The bound itself is unchanged.
+    /// exact bounds use the regulariser of their mean (`Cmm`: a0 = σ²/c), `Bkb` and `EkUcb`
+    /// their Nyström features. The bound itself is unchanged.
     fn pending_variance<'py>(
         &self,
         py: Python<'py>,
