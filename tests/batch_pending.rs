@@ -69,7 +69,12 @@ fn batch_follows_gp_ucb_pe_against_a_dense_reference() {
             .map(|i| agent.bound().posterior().input(i).to_vec())
             .collect();
         let b = agent.bound().bounds(&arms).unwrap();
-        let threshold = b.lcb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // The relevant region of Contal et al. (2013): U + (U − μ) ≥ max L (each L capped by
+        // its U).
+        let threshold = (0..arms.len())
+            .map(|j| b.lcb[j].min(b.ucb[j]))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let in_region = |j: usize| b.ucb[j].max(2.0 * b.ucb[j] - b.mean[j]) >= threshold;
         for k in 1..batch.len() {
             let mut inputs = observed.clone();
             inputs.extend(batch[..k].iter().map(|&i| arms[i].clone()));
@@ -79,13 +84,13 @@ fn batch_follows_gp_ucb_pe_against_a_dense_reference() {
                 .map(|x| dense_variance(&kernel, &inputs, 0.01, x))
                 .collect();
             let best = (0..arms.len())
-                .filter(|&j| b.ucb[j] >= threshold && !pending.contains(&&arms[j]))
+                .filter(|&j| in_region(j) && !pending.contains(&&arms[j]))
                 .map(|j| variance[j])
                 .fold(f64::NEG_INFINITY, f64::max);
             let chosen = batch[k];
             region_mattered |=
                 (0..arms.len()).any(|j| b.ucb[j] < threshold && variance[j] > variance[chosen]);
-            assert!(b.ucb[chosen] >= threshold, "point {k} outside the region");
+            assert!(in_region(chosen), "point {k} outside the region");
             assert!(
                 !pending.contains(&&arms[chosen]),
                 "point {k} repeats a pending arm"
@@ -232,4 +237,69 @@ fn random_batches_are_distinct_and_pending() {
     agent.withdraw(&arms[batch[4]]).unwrap();
     assert_eq!(agent.pending_len(), 19);
     assert!(agent.select_batch(&arms, 0).is_err());
+}
+
+/// Regressions from review: a pending set cannot mix dimensions; huge batches and start counts
+/// are refused; the UCB arm is never one already running; crossed bounds (misspecification)
+/// cannot empty the region; the random agent's generator is untouched by a refused batch.
+#[test]
+fn review_regressions() {
+    let arms = arms();
+    // Dimensions.
+    let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.25).unwrap(), params()).unwrap());
+    agent.pending(&[0.1, 0.2]).unwrap();
+    let three = vec![vec![0.1, 0.2, 0.3]];
+    assert!(matches!(
+        agent.select_batch(&three, 1),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        agent.select(&three),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert!(matches!(
+        agent.update(&[0.1, 0.2, 0.3], 1.0),
+        Err(Error::DimensionMismatch { .. })
+    ));
+    assert_eq!(agent.pending_points(), vec![vec![0.1, 0.2]]);
+    agent.withdraw(&[0.1, 0.2]).unwrap();
+    // Sizes.
+    assert!(matches!(
+        agent.select_batch(&arms, usize::MAX),
+        Err(Error::InvalidParameter { name: "q", .. })
+    ));
+    assert!(
+        agent
+            .clone()
+            .with_continuous(ContinuousOptions {
+                starts: 1 << 63,
+                refine: 1,
+                seed: 0
+            })
+            .is_err()
+    );
+    // The UCB arm is not one already running.
+    let mut agent = agent_after(12);
+    let ucb = agent.clone().select(&arms).unwrap();
+    agent.pending(&arms[ucb]).unwrap(); // not handed out by this agent: an ordinary pending arm
+    let next = agent.select(&arms).unwrap();
+    assert_ne!(next, ucb, "the UCB arm is already pending");
+    // Crossed bounds: B far too small for the rewards, so DMM's set is empty and the bounds
+    // cross; a batch still comes out.
+    let tight = BoundParams::new()
+        .sigma(0.01)
+        .norm_bound(0.01)
+        .delta(0.05)
+        .scale(1.0);
+    let mut wrong = UcbAgent::new(Dmm::new(Rbf::new(0.25).unwrap(), tight).unwrap());
+    for x in arms.iter().step_by(7) {
+        wrong.update(x, 10.0 * f(x)).unwrap();
+    }
+    assert!(!wrong.bound().bounds(&arms).unwrap().crossed().is_empty());
+    assert_eq!(wrong.select_batch(&arms, 3).unwrap().len(), 3);
+    // The random agent: a refused batch leaves its generator where it was.
+    let mut a = RandomAgent::new(5);
+    let mut b = RandomAgent::new(5);
+    assert!(a.select_batch(&arms, 0).is_err());
+    assert_eq!(a.select(&arms).unwrap(), b.select(&arms).unwrap());
 }

@@ -213,13 +213,25 @@ fn batch_in_a_box_follows_gp_ucb_pe() {
                     .bound()
                     .evaluate(&Points::from_row_major(&starts, 2).unwrap())
                     .unwrap();
-                let threshold = b.lcb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                assert!(one.ucb >= threshold, "exploration point outside the region");
+                // The relevant region of Contal et al. (2013): U + (U − μ) ≥ max L (each L
+                // capped by its U).
+                let threshold = (0..b.len())
+                    .map(|j| b.lcb[j].min(b.ucb[j]))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let widened = |u: f64, m: f64| u.max(2.0 * u - m);
+                let at = batch_agent
+                    .bound()
+                    .evaluate(&Points::from_row_major(&one.point, 2).unwrap())
+                    .unwrap();
+                assert!(
+                    widened(at.ucb[0], at.mean[0]) >= threshold,
+                    "exploration point outside the region"
+                );
                 let mut inputs = observed.clone();
                 inputs.extend(chosen.iter().cloned());
                 let v = dense_variance(&kernel, &inputs, 0.01, &one.point);
                 for (j, x) in starts.chunks_exact(2).enumerate() {
-                    if b.ucb[j] >= threshold && !chosen.iter().any(|c| c == x) {
+                    if widened(b.ucb[j], b.mean[j]) >= threshold && !chosen.iter().any(|c| c == x) {
                         let vs = dense_variance(&kernel, &inputs, 0.01, x);
                         assert!(
                             v >= vs - 1e-10,
@@ -247,4 +259,27 @@ fn batch_in_a_box_follows_gp_ucb_pe() {
         assert_eq!(batch_agent.pending_len(), 0);
         let _ = vec![chosen[0].clone()].as_points().unwrap();
     }
+}
+
+/// A pending point at select_in's maximiser (handed out elsewhere): the UCB point avoids it. A
+/// box that is a single point: the second point of a batch repeats it as an exploration point.
+#[test]
+fn ucb_point_avoids_pending_points_and_single_point_boxes_repeat() {
+    let domain = BoxDomain::unit(1).unwrap();
+    let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.2).unwrap(), params()).unwrap());
+    agent.update(&[0.5], 0.3).unwrap();
+    let best = agent.clone().select_in(&domain).unwrap();
+    agent.pending(&best.point).unwrap();
+    let next = agent.select_in(&domain).unwrap();
+    assert_eq!(next.rule, Rule::Ucb);
+    assert_ne!(next.point, best.point);
+    let point = BoxDomain::new(&[0.25], &[0.25]).unwrap();
+    let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.2).unwrap(), params()).unwrap());
+    let batch = agent.select_batch_in(&point, 2).unwrap();
+    assert_eq!(batch[0].point, vec![0.25]);
+    assert_eq!(batch[1].point, vec![0.25]);
+    assert_eq!(
+        (batch[0].rule, batch[1].rule),
+        (Rule::Ucb, Rule::Exploration)
+    );
 }

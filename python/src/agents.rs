@@ -2,7 +2,8 @@
 //! `RPerp`, `Restarting` and `SlidingWindow` (Iwazaki & Takeno 2025).
 
 use kernel_bandits::agent::{
-    ArmSetPolicy, BanditAgent, Misspecification, RandomAgent as RsRandom, UcbAgent as RsUcb,
+    ArmSetPolicy, BanditAgent, ContinuousOptions, Misspecification, RandomAgent as RsRandom,
+    UcbAgent as RsUcb,
 };
 use kernel_bandits::bound::ConfidenceBound;
 use kernel_bandits::nonstationary::{
@@ -10,12 +11,13 @@ use kernel_bandits::nonstationary::{
 };
 use kernel_bandits::points::{ContextualArms, Points};
 use kernel_bandits::snapshot::Snapshot;
-use numpy::PyUntypedArrayMethods;
+use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::arrays::{elements, matrix, rows, vector};
 use crate::bounds::{BoundArrays, PyAnyBound, PyBound, evaluate};
+use crate::continuous::{self, PyChoice};
 use crate::errors::{InvalidParameterError, OrRaise};
 use crate::kernels::{AnyKernel, Kernel};
 
@@ -65,6 +67,54 @@ fn update_contextual(
         .or_raise()
 }
 
+fn select_in(py: Python<'_>, agent: &mut Agent, domain: &Bound<'_, PyAny>) -> PyResult<PyChoice> {
+    let domain = continuous::domain(domain)?;
+    let choice = py.detach(|| agent.select_in(&domain)).or_raise()?;
+    Ok(PyChoice(choice))
+}
+
+fn select_batch<'py>(
+    py: Python<'py>,
+    agent: &mut Agent,
+    arms_or_domain: &Bound<'py, PyAny>,
+    q: usize,
+) -> PyResult<Bound<'py, PyList>> {
+    if q == 0 {
+        // Checked before the agent runs: the crate's `RandomAgent::select_batch_from` draws the
+        // first arm before it checks q, which would advance its generator on a refused call.
+        return Err(kernel_bandits::Error::InvalidParameter {
+            name: "q",
+            value: 0.0,
+            expected: "a batch of at least one point",
+        })
+        .or_raise();
+    }
+    if continuous::is_domain(arms_or_domain, false) {
+        let domain = continuous::domain(arms_or_domain)?;
+        let choices = py.detach(|| agent.select_batch_in(&domain, q)).or_raise()?;
+        PyList::new(py, choices.into_iter().map(PyChoice))
+    } else {
+        let aa = matrix(arms_or_domain, "arms")?;
+        let (data, dim) = rows(&aa);
+        let indices = py
+            .detach(|| agent.select_batch_from(&Points::from_row_major(data, dim)?, q))
+            .or_raise()?;
+        PyList::new(py, indices)
+    }
+}
+
+fn pending(py: Python<'_>, agent: &mut Agent, x: &Bound<'_, PyAny>) -> PyResult<()> {
+    let xa = vector(x, "x")?;
+    let xs = elements(&xa);
+    py.detach(|| agent.pending(xs)).or_raise()
+}
+
+fn withdraw(py: Python<'_>, agent: &mut Agent, x: &Bound<'_, PyAny>) -> PyResult<()> {
+    let xa = vector(x, "x")?;
+    let xs = elements(&xa);
+    py.detach(|| agent.withdraw(xs)).or_raise()
+}
+
 /// The methods every agent class has, and the class's own `extra` methods, in one block.
 macro_rules! agent_class {
     ($class:ident, $rs:ty, { $($extra:tt)* }) => {
@@ -101,6 +151,57 @@ macro_rules! agent_class {
                 y: f64,
             ) -> PyResult<()> {
                 update_contextual(py, &mut self.inner, context, action, y)
+            }
+
+            /// The next point to evaluate in the box `domain` (a `BoxDomain` or a pair `(lo, hi)`),
+            /// as a `Choice`. `UcbAgent`: the maximiser of the UCB found by multi-start,
+            /// box-constrained quasi-Newton search (see its `starts`, `refine`, `seed`) or, while
+            /// a UCB point is pending, an exploration point (GP-UCB-PE, Contal et al. 2013).
+            /// `RandomAgent`: a uniform point. The point is not registered as pending (call
+            /// `pending`). Other agents raise `UnsupportedError`.
+            fn select_in(
+                &mut self,
+                py: Python<'_>,
+                domain: &Bound<'_, PyAny>,
+            ) -> PyResult<PyChoice> {
+                select_in(py, &mut self.inner, domain)
+            }
+
+            /// `q` points to evaluate at once, registered as pending: for an (n, d) array of
+            /// arms, a list of `q` row indices; for a `BoxDomain` or a tuple `(lo, hi)`, a list
+            /// of `q` `Choice`s. `UcbAgent` follows GP-UCB-PE (Contal et al. 2013): one UCB
+            /// point (unless one is already pending) and points of largest variance given the
+            /// pending ones within the relevant region. `update` resolves each, in any order;
+            /// `withdraw` forgets one. Raises `InvalidParameterError` for `q = 0`; other agents
+            /// than `UcbAgent` and `RandomAgent` raise `UnsupportedError`.
+            fn select_batch<'py>(
+                &mut self,
+                py: Python<'py>,
+                arms_or_domain: &Bound<'py, PyAny>,
+                q: usize,
+            ) -> PyResult<Bound<'py, PyList>> {
+                select_batch(py, &mut self.inner, arms_or_domain, q)
+            }
+
+            /// Registers the 1-D point `x` as a pending evaluation (handed to a worker, its
+            /// reward still to come): later selections take it into account, `update` with the
+            /// same point (bitwise) resolves it, `withdraw` forgets it. If `x` is the last UCB
+            /// point the agent handed out, it counts as the pending UCB point.
+            fn pending(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
+                pending(py, &mut self.inner, x)
+            }
+
+            /// Forgets the pending evaluation `x` (the first one bitwise equal), e.g. for a
+            /// failed experiment: the agent is then exactly what it would be had `x` never been
+            /// pending. Raises `NotPendingError` if `x` is not pending.
+            fn withdraw(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
+                withdraw(py, &mut self.inner, x)
+            }
+
+            /// The number of pending evaluations.
+            #[getter]
+            fn pending_len(&self) -> usize {
+                self.inner.pending_len()
             }
 
             /// The agent's name, e.g. "UCB(DMM-UCB)".
@@ -172,11 +273,38 @@ macro_rules! agent_class {
 ///
 /// `misspecification="refuse"` makes `select` raise `MisspecifiedError` once the data refute
 /// σ, B or δ (see `Bound.diagnostics`); the default `"report"` goes on.
+///
+/// Continuous domains (`select_in`, `select_batch` on a box): `starts` space-filling points (a
+/// scrambled Sobol sequence, drawn afresh each round from `seed`, the number of observations and
+/// of pending points) are scored at once and the best `refine` of them are refined by a
+/// box-constrained quasi-Newton method; defaults 1024, 5 and 0 (`with_continuous` changes them).
+/// The point returned lies in the box and its UCB is at least that of every start: a local
+/// maximiser, not a certified global one.
 #[pyclass(name = "UcbAgent", module = "kernel_bandits")]
 #[derive(Debug)]
 pub struct PyUcbAgent {
     inner: RsUcb<PyAnyBound>,
     spec: String,
+}
+
+/// `base` with the options given replaced.
+fn continuous_options(
+    base: ContinuousOptions,
+    starts: Option<usize>,
+    refine: Option<usize>,
+    seed: Option<u64>,
+) -> ContinuousOptions {
+    let mut o = base;
+    if let Some(v) = starts {
+        o.starts = v;
+    }
+    if let Some(v) = refine {
+        o.refine = v;
+    }
+    if let Some(v) = seed {
+        o.seed = v;
+    }
+    o
 }
 
 fn parse_policy(arm_sets: &str, memory_limit: Option<usize>) -> PyResult<ArmSetPolicy> {
@@ -196,7 +324,8 @@ fn parse_policy(arm_sets: &str, memory_limit: Option<usize>) -> PyResult<ArmSetP
 
 agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
     #[new]
-    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report"))]
+    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report", starts = None, refine = None, seed = None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         bound: PyRef<'_, PyBound>,
@@ -204,7 +333,11 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         arm_sets: &str,
         memory_limit: Option<usize>,
         misspecification: &str,
+        starts: Option<usize>,
+        refine: Option<usize>,
+        seed: Option<u64>,
     ) -> PyResult<Self> {
+        let options = continuous_options(ContinuousOptions::default(), starts, refine, seed);
         let policy = parse_policy(arm_sets, memory_limit)?;
         if memory_limit.is_some() && !matches!(policy, ArmSetPolicy::Detect { .. }) {
             return Err(InvalidParameterError::new_err(
@@ -228,7 +361,9 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         let start = &bound.inner;
         let mut inner = RsUcb::new(py.detach(|| start.clone()))
             .with_policy(policy)
-            .with_misspecification(misspecification);
+            .with_misspecification(misspecification)
+            .with_continuous(options)
+            .or_raise()?;
         if let Some(arms) = arm_set {
             let aa = matrix(arms, "arm_set")?;
             let (data, dim) = rows(&aa);
@@ -240,6 +375,61 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
             inner,
             spec: format!("UcbAgent({})", bound.spec),
         })
+    }
+
+    /// Sets how `select_in` searches a box: `starts` space-filling starts scored, the best
+    /// `refine` refined, `seed` of the starts (each at least 1 but the seed; `None` keeps the
+    /// current value). Returns the agent.
+    #[pyo3(signature = (*, starts = None, refine = None, seed = None))]
+    fn with_continuous(
+        mut slf: PyRefMut<'_, Self>,
+        starts: Option<usize>,
+        refine: Option<usize>,
+        seed: Option<u64>,
+    ) -> PyResult<PyRefMut<'_, Self>> {
+        let options = continuous_options(slf.inner.continuous(), starts, refine, seed);
+        let agent = slf.inner.clone();
+        slf.inner = agent.with_continuous(options).or_raise()?;
+        Ok(slf)
+    }
+
+    /// How `select_in` searches a box: a dict with `starts`, `refine` and `seed`.
+    #[getter]
+    fn continuous<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let o = self.inner.continuous();
+        let d = PyDict::new(py);
+        d.set_item("starts", o.starts)?;
+        d.set_item("refine", o.refine)?;
+        d.set_item("seed", o.seed)?;
+        Ok(d)
+    }
+
+    /// The starts the next `select_in(domain)` (or the next point of `select_batch` on the box)
+    /// scores, as an (n, d) array: `starts` space-filling points, followed for a UCB point by
+    /// the last UCB point if it is in the box. The point chosen has a UCB at least that of each.
+    fn next_starts<'py>(
+        &self,
+        py: Python<'py>,
+        domain: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let domain = continuous::domain(domain)?;
+        let d = domain.dim();
+        let inner = &self.inner;
+        let starts = py.detach(|| inner.next_starts(&domain));
+        let n = starts.len() / d;
+        PyArray1::from_vec(py, starts).reshape([n, d])
+    }
+
+    /// The pending evaluations, oldest first, as a (p, d) array (shape (0, 0) when there are
+    /// none and the dimension is not known yet).
+    #[getter]
+    fn pending_points<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let points = self.inner.pending_points();
+        let d = points
+            .first()
+            .map_or_else(|| self.inner.bound().dim().unwrap_or(0), Vec::len);
+        let flat: Vec<f64> = points.concat();
+        PyArray1::from_vec(py, flat).reshape([points.len(), d])
     }
 
     /// Declares the arm set the agent will be offered every round (the rows of `arms`): the

@@ -147,6 +147,80 @@ impl PyBound {
         Ok(Certificate(c))
     }
 
+    /// The mean μ(x), lower and upper bounds L(x), U(x) at the 1-D point `x` and their
+    /// gradients with respect to x (see `BoundGradient`): `Cmm` at its minimising regulariser,
+    /// `Bkb` and `EkUcb` through their Nyström embedding. A bound or kernel without gradients
+    /// raises `UnsupportedError`.
+    fn gradient(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<BoundGradient> {
+        let xa = vector(x, "x")?;
+        let xs = elements(&xa);
+        let inner = &self.inner;
+        Ok(BoundGradient(py.detach(|| inner.gradient(xs)).or_raise()?))
+    }
+
+    /// (U(x), ∇U(x)): the upper bound at the 1-D point `x` and its gradient, what a continuous
+    /// maximiser of the UCB needs (cheaper than `gradient`).
+    fn ucb_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<(f64, Bound<'py, PyArray1<f64>>)> {
+        let xa = vector(x, "x")?;
+        let xs = elements(&xa);
+        let inner = &self.inner;
+        let (u, g) = py.detach(|| inner.ucb_gradient(xs)).or_raise()?;
+        Ok((u, to_numpy(py, g)))
+    }
+
+    /// The posterior variance ρ²(x) at the rows of the (n, d) array `x`, given the observations
+    /// and the *pending* inputs, the rows of the (p, d) array `pending` whose targets are still
+    /// to come (p may be 0). A Gaussian process's variance needs no targets, so pending inputs
+    /// already shrink it: GP-UCB-PE (Contal et al. 2013) maximises it to spread a batch out. The
+    /// exact bounds use the regulariser of their mean (`Cmm`: a0 = σ²/c), `Bkb` and `EkUcb`
+    /// their Nyström features. The bound itself is unchanged.
+    fn pending_variance<'py>(
+        &self,
+        py: Python<'py>,
+        pending: &Bound<'py, PyAny>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let pa = matrix(pending, "pending")?;
+        let (pd, pdim) = rows(&pa);
+        let xa = matrix(x, "x")?;
+        let (xd, xdim) = rows(&xa);
+        let inner = &self.inner;
+        let v = py
+            .detach(|| {
+                let pending = Points::from_row_major(pd, pdim)?;
+                let points = Points::from_row_major(xd, xdim)?;
+                inner.pending_variance(&pending)?.variance(&points)
+            })
+            .or_raise()?;
+        Ok(to_numpy(py, v))
+    }
+
+    /// (ρ²(x), ∇ρ²(x)): the variance given the rows of `pending` (as `pending_variance`) at the
+    /// 1-D point `x`, and its gradient with respect to x.
+    fn pending_variance_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        pending: &Bound<'py, PyAny>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<(f64, Bound<'py, PyArray1<f64>>)> {
+        let pa = matrix(pending, "pending")?;
+        let (pd, pdim) = rows(&pa);
+        let xa = vector(x, "x")?;
+        let xs = elements(&xa);
+        let inner = &self.inner;
+        let (v, g) = py
+            .detach(|| {
+                let pending = Points::from_row_major(pd, pdim)?;
+                inner.pending_variance(&pending)?.variance_gradient(xs)
+            })
+            .or_raise()?;
+        Ok((v, to_numpy(py, g)))
+    }
+
     fn __len__(&self) -> usize {
         self.inner.len()
     }
@@ -770,6 +844,64 @@ impl Certificate {
     }
 }
 
+/// The mean and confidence bounds at one point with their gradients with respect to the point
+/// (`Bound.gradient`): `mean`, `lcb`, `ucb` (floats) and `mean_gradient`, `lcb_gradient`,
+/// `ucb_gradient` (float64 arrays of length d).
+///
+/// Where a bound is a minimum (UCB) or maximum (LCB) over several regularisers (DMM-UCB's grid),
+/// the gradient is that of the active term (the lowest index among exact ties): by the envelope
+/// theorem the gradient of the bound wherever that regulariser is the unique extremum, and one of
+/// its one-sided derivatives where two tie.
+#[pyclass(frozen, module = "kernel_bandits")]
+#[derive(Debug, Clone)]
+pub struct BoundGradient(kernel_bandits::bound::BoundGradient);
+
+#[pymethods]
+impl BoundGradient {
+    /// μ(x).
+    #[getter]
+    fn mean(&self) -> f64 {
+        self.0.mean
+    }
+    /// L(x).
+    #[getter]
+    fn lcb(&self) -> f64 {
+        self.0.lcb
+    }
+    /// U(x).
+    #[getter]
+    fn ucb(&self) -> f64 {
+        self.0.ucb
+    }
+    /// ∇μ(x) (a new array).
+    #[getter]
+    fn mean_gradient<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.0.mean_gradient)
+    }
+    /// ∇L(x) (a new array).
+    #[getter]
+    fn lcb_gradient<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.0.lcb_gradient)
+    }
+    /// ∇U(x) (a new array).
+    #[getter]
+    fn ucb_gradient<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.0.ucb_gradient)
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "BoundGradient(mean={:?}, lcb={:?}, ucb={:?}, mean_gradient={:?}, lcb_gradient={:?}, \
+             ucb_gradient={:?})",
+            self.0.mean,
+            self.0.lcb,
+            self.0.ucb,
+            self.0.mean_gradient,
+            self.0.lcb_gradient,
+            self.0.ucb_gradient
+        )
+    }
+}
+
 /// Adds the bound classes and functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBound>()?;
@@ -783,6 +915,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<EkUcb>()?;
     m.add_class::<Diagnostics>()?;
     m.add_class::<Certificate>()?;
+    m.add_class::<BoundGradient>()?;
     m.add_function(wrap_pyfunction!(make_bound, m)?)?;
     m.add_function(wrap_pyfunction!(bound_names, m)?)?;
     m.add_function(wrap_pyfunction!(paper_defaults, m)?)?;

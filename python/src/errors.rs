@@ -66,6 +66,13 @@ create_exception!(
 );
 create_exception!(
     kernel_bandits,
+    NotPendingError,
+    KernelBanditsError,
+    "`withdraw(x)` was given a point that is not among the agent's pending evaluations (the \
+     match is bitwise: pass the very array that was handed out or registered with `pending`)."
+);
+create_exception!(
+    kernel_bandits,
     SnapshotError,
     KernelBanditsError,
     "A snapshot (pickle) could not be read: corrupted, truncated, of another type or version."
@@ -91,6 +98,7 @@ pub fn to_py(error: Error) -> PyErr {
         Error::Misspecified { .. } => MisspecifiedError::new_err(message),
         Error::Unsupported { .. } => UnsupportedError::new_err(message),
         Error::Snapshot(_) => SnapshotError::new_err(message),
+        Error::NotPending { .. } => NotPendingError::new_err(message),
         _ => KernelBanditsError::new_err(message),
     }
 }
@@ -133,5 +141,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MisspecifiedError", py.get_type::<MisspecifiedError>())?;
     m.add("UnsupportedError", py.get_type::<UnsupportedError>())?;
     m.add("SnapshotError", py.get_type::<SnapshotError>())?;
+    m.add("NotPendingError", py.get_type::<NotPendingError>())?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PySlice};
 use serde::{Deserialize, Serialize};
 
-use crate::arrays::{matrix, rows};
+use crate::arrays::{elements, matrix, rows, to_numpy, vector};
 use crate::errors::{OrRaise, bad_shape};
 
 /// Any kernel a Python program can build: a leaf or a combination of kernels.
@@ -80,6 +80,19 @@ impl KernelTrait for AnyKernel {
     fn diag(&self, xs: &Points<'_>) -> kernel_bandits::Result<DVector<f64>> {
         each!(self, k => k.diag(xs))
     }
+    fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> kernel_bandits::Result<()> {
+        each!(self, k => k.gradient(x, y, out))
+    }
+    fn diag_gradient(&self, x: &[f64], out: &mut [f64]) -> kernel_bandits::Result<()> {
+        each!(self, k => k.diag_gradient(x, out))
+    }
+}
+
+/// A point for a kernel's gradient: non-empty, finite, of a dimension the kernel accepts
+/// (the crate's `Kernel::gradient` leaves these checks to its callers).
+fn gradient_point(kernel: &AnyKernel, x: &[f64]) -> kernel_bandits::Result<()> {
+    Points::from_row_major(x, x.len())?;
+    kernel.check_dim(x.len())
 }
 
 impl Snapshot for AnyKernel {
@@ -178,6 +191,58 @@ impl Kernel {
             })
             .or_raise()?;
         Ok(PyArray1::from_vec(py, d.as_slice().to_vec()))
+    }
+
+    /// The gradient ∂k(x, y)/∂x of the kernel with respect to its first argument, at the 1-D
+    /// points `x` and `y` (a new float64 array of length d). Raises `UnsupportedError` for a
+    /// kernel without a gradient.
+    fn gradient<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        y: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let xa = vector(x, "x")?;
+        let ya = vector(y, "y")?;
+        let (xs, ys) = (elements(&xa), elements(&ya));
+        let inner = &self.inner;
+        let out = py
+            .detach(|| {
+                gradient_point(inner, xs)?;
+                gradient_point(inner, ys)?;
+                if ys.len() != xs.len() {
+                    return Err(kernel_bandits::Error::DimensionMismatch {
+                        expected: xs.len(),
+                        got: ys.len(),
+                    });
+                }
+                let mut out = vec![0.0; xs.len()];
+                inner.gradient(xs, ys, &mut out)?;
+                Ok(out)
+            })
+            .or_raise()?;
+        Ok(to_numpy(py, out))
+    }
+
+    /// The gradient of x ↦ k(x, x) at the 1-D point `x`: zero for stationary kernels, 2x for
+    /// the linear kernel. Raises `UnsupportedError` for a kernel without a gradient.
+    fn diag_gradient<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        let xa = vector(x, "x")?;
+        let xs = elements(&xa);
+        let inner = &self.inner;
+        let out = py
+            .detach(|| {
+                gradient_point(inner, xs)?;
+                let mut out = vec![0.0; xs.len()];
+                inner.diag_gradient(xs, &mut out)?;
+                Ok(out)
+            })
+            .or_raise()?;
+        Ok(to_numpy(py, out))
     }
 
     /// The kernel times an output scale (signal variance) s² = `variance` > 0.

@@ -12,6 +12,7 @@
 mod agents;
 mod arrays;
 mod bounds;
+mod continuous;
 mod envs;
 mod errors;
 mod kernels;
@@ -30,6 +31,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     kernels::register(m)?;
     bounds::register(m)?;
+    continuous::register(m)?;
     agents::register(m)?;
     envs::register(m)?;
     m.add_function(wrap_pyfunction!(arrays::_conversions, m)?)?;

@@ -6,21 +6,27 @@
 //! A batch of q points is one *UCB point*, the maximiser of the upper confidence bound U_t, and
 //! q − 1 *exploration points*. Each exploration point maximises the posterior variance given
 //! the pending points (the variance of a Gaussian process needs no targets, so a pending point
-//! already shrinks it), over the *relevant region* R_t = {x : U_t(x) ≥ max_x′ L_t(x′)}.
+//! already shrinks it; the bounds use the variance at the regulariser of their mean, a0 = σ²/c
+//! for AMM, DMM and CMM), over the *relevant region* of Contal et al. (2013, Alg. 1),
+//! R⁺_t = {x : U_t(x) + (U_t(x) − μ_t(x)) ≥ max_x′ L_t(x′)}: the upper bound with its width about
+//! the mean doubled (their μ + 2√β σ), which contains {U_t ≥ max L_t}.
 //! Asynchronously, one point at a time: the next point is a UCB point unless a UCB point is
-//! still pending, in which case it is an exploration point. With q workers kept busy this is the
-//! synchronous rule, one UCB point among every q in flight.
+//! still pending, in which case it is an exploration point. A UCB point is the best point that
+//! is not pending (when the maximiser of U_t is already running as an exploration point, the
+//! next best), and exploration points are never pending ones, so points in flight are distinct
+//! (in a box of more than one point; on a finite arm set, while there are enough arms).
 //!
 //! # What holds
 //! - Pending points never enter the mean, the width or the bounds: L_t and U_t are those of the
 //!   observations only, so every bound the agent reports keeps its guarantee (with probability
 //!   1 − δ, L_t(x) ≤ f(x) ≤ U_t(x) at every x and every round), whatever the batch size.
-//! - On that event the maximiser x* of f lies in R_t (U_t(x*) ≥ f(x*) ≥ f(x′) ≥ L_t(x′) for every
-//!   x′), so exploration never leaves out the optimum. The threshold is taken over the scored
-//!   candidates, a lower bound on max L_t, so the region searched contains R_t.
-//! - Contal et al. (2013, Thm. 2) bound the regret of GP-UCB-PE using only these two facts and
-//!   the information gain of the variances; this crate does not re-derive their constants for
-//!   its (narrower) widths, so no rate is claimed here.
+//! - On that event the maximiser x* of f lies in {U_t ≥ max L_t} ⊆ R⁺_t (U_t(x*) ≥ f(x*) ≥
+//!   f(x′) ≥ L_t(x′) for every x′), so exploration never leaves out the optimum. The threshold
+//!   is taken over the scored candidates, a lower bound on max L_t, so the region searched
+//!   contains R⁺_t.
+//! - Contal et al. (2013, Thm. 2) bound the regret of GP-UCB-PE for their GP-UCB widths √β_t σ_t;
+//!   the crate runs the same algorithm with its own (narrower, still valid) widths and does not
+//!   re-derive that theorem for them, so no rate is claimed here.
 
 use super::{BanditAgent, UcbAgent};
 use crate::bound::ConfidenceBound;
@@ -78,14 +84,20 @@ impl Default for ContinuousOptions {
     }
 }
 
+/// The most starts [`ContinuousOptions`] accepts: the length of the scrambled Sobol sequence.
+pub const MAX_STARTS: usize = 1 << 16;
+
+/// The largest batch `select_batch` and `select_batch_in` accept.
+pub const MAX_BATCH: usize = 1 << 16;
+
 impl ContinuousOptions {
     pub(crate) fn check(&self) -> Result<()> {
         for (name, value) in [("starts", self.starts), ("refine", self.refine)] {
-            if value == 0 {
+            if value == 0 || value > MAX_STARTS {
                 return Err(Error::InvalidParameter {
                     name,
-                    value: 0.0,
-                    expected: "at least 1",
+                    value: value as f64,
+                    expected: "between 1 and 65536",
                 });
             }
         }
@@ -136,15 +148,30 @@ impl PendingSet {
         self.position(x).is_some()
     }
 
-    /// Adds `x` (checked by the caller); a UCB point if it is the last UCB point handed out.
-    pub(crate) fn add(&mut self, x: &[f64]) {
-        let ucb = self
-            .last_ucb_pick
-            .as_deref()
-            .is_some_and(|last| same_bits(last, x));
+    /// Adds `x` (checked finite by the caller). It is the pending UCB point if it is the last
+    /// UCB point handed out and no UCB point is pending yet (one is in flight at a time).
+    ///
+    /// # Errors
+    /// [`Error::DimensionMismatch`] if other pending points have another dimension; nothing
+    /// changes then.
+    pub(crate) fn add(&mut self, x: &[f64]) -> Result<()> {
+        if let Some(expected) = self.dim()
+            && expected != x.len()
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: x.len(),
+            });
+        }
+        let ucb = !self.explore_next()
+            && self
+                .last_ucb_pick
+                .as_deref()
+                .is_some_and(|last| same_bits(last, x));
         self.dim = x.len();
         self.points.extend_from_slice(x);
         self.ucb.push(ucb);
+        Ok(())
     }
 
     /// Removes the first pending point bitwise equal to `x`; whether there was one.
@@ -204,11 +231,11 @@ pub(crate) fn exploration_arm<B: ConfidenceBound + ?Sized>(
     pending: &PendingSet,
 ) -> Result<usize> {
     let bounds = bound.evaluate(arms)?;
-    let threshold = max_finite(&bounds.lcb)?;
+    let threshold = region_threshold(&bounds)?;
     let variance = bound.pending_variance(&pending.points()?)?.variance(arms)?;
     let mut scratch = vec![0.0; arms.dim()];
     let in_region: Vec<usize> = (0..arms.len())
-        .filter(|&j| bounds.ucb[j] >= threshold)
+        .filter(|&j| widened(bounds.ucb[j], bounds.mean[j]) >= threshold)
         .collect();
     let fresh: Vec<usize> = in_region
         .iter()
@@ -226,14 +253,32 @@ pub(crate) fn exploration_arm<B: ConfidenceBound + ?Sized>(
     best.ok_or(Error::NoArms)
 }
 
-fn max_finite(values: &[f64]) -> Result<f64> {
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if max.is_nan() || values.iter().any(|v| v.is_nan()) {
-        return Err(Error::NonFinite {
-            what: "lower confidence bound".into(),
-        });
+/// The largest value; `what` names them in the error for a NaN.
+fn max_finite(values: &[f64], what: &str) -> Result<f64> {
+    if values.iter().any(|v| v.is_nan()) {
+        return Err(Error::NonFinite { what: what.into() });
     }
-    Ok(max)
+    Ok(values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+}
+
+/// The threshold of the relevant region: the largest LCB over the candidates, where a
+/// candidate's LCB is capped by its UCB. Capping changes nothing while the bounds are ordered;
+/// where the data contradict σ or B and the bounds cross at some point, it keeps that point's
+/// own UCB above the threshold, so the region is never empty.
+fn region_threshold(bounds: &crate::bound::Bounds) -> Result<f64> {
+    let capped: Vec<f64> = bounds
+        .lcb
+        .iter()
+        .zip(&bounds.ucb)
+        .map(|(l, u)| l.min(*u))
+        .collect();
+    max_finite(&capped, "confidence bound")
+}
+
+/// The doubled-width upper bound U⁺ = U + (U − μ) of the relevant region of Contal et al.
+/// (2013, Alg. 1), never below U.
+fn widened(ucb: f64, mean: f64) -> f64 {
+    ucb.max(2.0 * ucb - mean)
 }
 
 /// The seed of the starts of one choice: the options' seed mixed with the number of
@@ -294,11 +339,12 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     domain: &BoxDomain,
     options: &ContinuousOptions,
     starts: &[f64],
+    pending: &PendingSet,
 ) -> Result<Choice> {
     let d = domain.dim();
     let points = Points::from_row_major(starts, d)?;
     let values = bound.evaluate(&points)?.ucb;
-    max_finite(&values)?;
+    max_finite(&values, "upper confidence bound")?;
     let chosen = best_indices(&values, options.refine);
     let refined = refine_all(domain, starts, &chosen, bound.len(), |x| {
         bound.ucb_gradient(x)
@@ -308,9 +354,18 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
         finalists.extend_from_slice(&refined.point);
         finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
     }
+    // The other starts too, so that a point that is not pending is found even where the
+    // refined ones all converge onto a pending point (a corner, say).
+    finalists.extend_from_slice(starts);
     let finalists_points = Points::from_row_major(&finalists, d)?;
     let scores = bound.evaluate(&finalists_points)?.ucb;
-    let best = best_indices(&scores, 1)[0];
+    let order = best_indices(&scores, scores.len());
+    // The best point that is not pending; in a box that is a single point, that point.
+    let best = order
+        .iter()
+        .copied()
+        .find(|&j| !pending.contains(&finalists[j * d..(j + 1) * d]))
+        .unwrap_or(order[0]);
     Ok(Choice {
         point: finalists[best * d..(best + 1) * d].to_vec(),
         ucb: scores[best],
@@ -331,13 +386,14 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     let d = domain.dim();
     let points = Points::from_row_major(starts, d)?;
     let bounds = bound.evaluate(&points)?;
-    let threshold = max_finite(&bounds.lcb)?;
+    let threshold = region_threshold(&bounds)?;
     let conditioned = bound.pending_variance(&pending.points()?)?;
     let variance = conditioned.variance(&points)?;
-    let admissible = |x: &[f64], ucb: f64| ucb >= threshold && !pending.contains(x);
+    let in_region = |ucb: f64, mean: f64| widened(ucb, mean) >= threshold;
+    let admissible = |x: &[f64], ucb: f64, mean: f64| in_region(ucb, mean) && !pending.contains(x);
     let ranked: Vec<f64> = (0..starts.len() / d)
         .map(|j| {
-            if admissible(&starts[j * d..(j + 1) * d], bounds.ucb[j]) {
+            if admissible(&starts[j * d..(j + 1) * d], bounds.ucb[j], bounds.mean[j]) {
                 variance[j]
             } else {
                 f64::NEG_INFINITY
@@ -354,23 +410,29 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     let mut best: Option<(Vec<f64>, f64)> = None;
     for (&j, refined) in chosen.iter().zip(all_refined) {
         let start = &starts[j * d..(j + 1) * d];
-        let ucb = bound
-            .evaluate(&Points::from_row_major(&refined.point, d)?)?
-            .ucb[0];
-        let candidate = if admissible(&refined.point, ucb) && refined.value >= ranked[j] {
-            (refined.point, refined.value)
-        } else {
-            (start.to_vec(), ranked[j])
-        };
+        let at = bound.evaluate(&Points::from_row_major(&refined.point, d)?)?;
+        let candidate =
+            if admissible(&refined.point, at.ucb[0], at.mean[0]) && refined.value >= ranked[j] {
+                (refined.point, refined.value)
+            } else {
+                (start.to_vec(), ranked[j])
+            };
         if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
             best = Some(candidate);
         }
     }
-    // The start with the largest LCB is in the region; it can only be missing if every
-    // admissible start is pending, which space-filling starts drawn afresh make impossible in
-    // practice. Fall back to the UCB point then.
-    let Some((point, _)) = best else {
-        return ucb_in(bound, domain, options, starts);
+    // The start with the largest (capped) LCB is in the region, so `best` can only be missing
+    // if every start of the region is pending: in a box that is a single point. That point,
+    // then.
+    let point = match best {
+        Some((point, _)) => point,
+        None => {
+            let j = (0..variance.len())
+                .filter(|&j| in_region(bounds.ucb[j], bounds.mean[j]))
+                .max_by(|&a, &b| variance[a].total_cmp(&variance[b]).then(b.cmp(&a)))
+                .unwrap_or(0);
+            starts[j * d..(j + 1) * d].to_vec()
+        }
     };
     let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
     Ok(Choice {
@@ -412,15 +474,19 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         check_batch(q)?;
         self.check_domain(domain)?;
         self.check_specified()?;
+        if q > 1 {
+            self.check_pending_support(domain.dim())?;
+        }
         let saved = self.pending_set.clone();
-        let mut out = Vec::with_capacity(q);
+        let mut out = Vec::new();
         for _ in 0..q {
-            match self.choose_in(domain) {
-                Ok(choice) => {
-                    self.pending_set.handed_out(&choice.point, choice.rule);
-                    self.pending_set.add(&choice.point);
-                    out.push(choice);
-                }
+            let added = self.choose_in(domain).and_then(|choice| {
+                self.pending_set.handed_out(&choice.point, choice.rule);
+                self.pending_set.add(&choice.point)?;
+                Ok(choice)
+            });
+            match added {
+                Ok(choice) => out.push(choice),
                 Err(e) => {
                     self.pending_set = saved;
                     return Err(e);
@@ -432,17 +498,33 @@ impl<B: ConfidenceBound> UcbAgent<B> {
 
     pub(super) fn select_batch_inner(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
         check_batch(q)?;
-        let saved = self.pending_set.clone();
-        let mut out = Vec::with_capacity(q);
+        if arms.is_empty() {
+            return Err(Error::NoArms);
+        }
+        if let Some(expected) = self.pending_set.dim()
+            && expected != arms.dim()
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: arms.dim(),
+            });
+        }
+        if q > 1 {
+            self.check_pending_support(arms.dim())?;
+        }
+        let saved = (self.pending_set.clone(), self.remembered());
+        let mut out = Vec::new();
         let mut scratch = vec![0.0; arms.dim()];
         for _ in 0..q {
-            match self.select_from(arms) {
-                Ok(i) => {
-                    self.pending_set.add(arms.point(i, &mut scratch));
-                    out.push(i);
-                }
+            let added = self.select_from(arms).and_then(|i| {
+                self.pending_set.add(arms.point(i, &mut scratch))?;
+                Ok(i)
+            });
+            match added {
+                Ok(i) => out.push(i),
                 Err(e) => {
-                    self.pending_set = saved;
+                    self.pending_set = saved.0;
+                    self.restore_remembered(saved.1);
                     return Err(e);
                 }
             }
@@ -450,11 +532,19 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Ok(out)
     }
 
+    /// [`Error::Unsupported`] if the bound has no variance given pending points (a bound of the
+    /// user's own, say), before anything changes.
+    fn check_pending_support(&self, dim: usize) -> Result<()> {
+        self.bound()
+            .pending_variance(&Points::from_row_major(&[], dim.max(1))?)
+            .map(|_| ())
+    }
+
     pub(super) fn pending_inner(&mut self, x: &[f64]) -> Result<()> {
         let expected = self.bound().dim().or(self.pending_set.dim());
         check_point(x, expected, "pending point")?;
-        self.pending_set.add(x);
-        Ok(())
+        self.check_pending_support(x.len())?;
+        self.pending_set.add(x)
     }
 
     pub(super) fn withdraw_inner(&mut self, x: &[f64]) -> Result<()> {
@@ -522,17 +612,23 @@ impl<B: ConfidenceBound> UcbAgent<B> {
                 &self.pending_set,
             )
         } else {
-            ucb_in(self.bound(), domain, &self.continuous, &starts)
+            ucb_in(
+                self.bound(),
+                domain,
+                &self.continuous,
+                &starts,
+                &self.pending_set,
+            )
         }
     }
 }
 
-fn check_batch(q: usize) -> Result<()> {
-    if q == 0 {
+pub(crate) fn check_batch(q: usize) -> Result<()> {
+    if q == 0 || q > MAX_BATCH {
         Err(Error::InvalidParameter {
             name: "q",
-            value: 0.0,
-            expected: "a batch of at least one point",
+            value: q as f64,
+            expected: "a batch of 1 to 65536 points",
         })
     } else {
         Ok(())

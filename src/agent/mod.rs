@@ -107,8 +107,8 @@ pub trait BanditAgent {
     ///
     /// What is certified: the point lies in the box, and its UCB (as
     /// [`crate::bound::ConfidenceBound::evaluate`] computes it) is at least that of every start
-    /// scored ([`UcbAgent::next_starts`]), to rounding: evaluate's value at a point can differ
-    /// in the last bits with the batch it is computed in. It is a local maximiser refined from the best starts, not a certified global
+    /// scored ([`UcbAgent::next_starts`]) that is not pending, to rounding: evaluate's value at
+    /// a point can differ in the last bits with the batch it is computed in. It is a local maximiser refined from the best starts, not a certified global
     /// one; more starts make a miss less likely.
     ///
     /// # Errors
@@ -149,16 +149,19 @@ pub trait BanditAgent {
     }
 
     /// q arms to evaluate at once among `arms`, registered as pending. For [`UcbAgent`],
-    /// GP-UCB-PE (see [`batch`]): one UCB arm (unless one is already pending) and arms of
-    /// largest variance given the pending ones within the relevant region. The arms are
+    /// GP-UCB-PE (see [`batch`]): one UCB arm (unless one is already pending; the best arm
+    /// that is not) and arms of largest variance given the pending ones within the relevant
+    /// region. The arms are
     /// distinct as long as that region holds q arms that are not pending; beyond that an arm
     /// of the region is repeated (a second noisy evaluation of a candidate maximiser) rather
     /// than one the bounds already rule out. [`BanditAgent::update`] resolves each, in any
     /// order; [`BanditAgent::withdraw`] forgets one.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for q = 0; as [`BanditAgent::select`]. The agent is
-    /// unchanged on error (no arm of a failed batch stays pending).
+    /// [`Error::InvalidParameter`] for q = 0 or q > 65 536; arms of another dimension than
+    /// the pending points; [`Error::Unsupported`] for q > 1 with a bound without a pending
+    /// variance; as [`BanditAgent::select`]. The agent is unchanged on error (no arm of a
+    /// failed batch stays pending).
     ///
     /// # Examples
     /// ```
@@ -183,11 +186,11 @@ pub trait BanditAgent {
 
     /// q points to evaluate at once in the box `domain`, registered as pending: as
     /// [`BanditAgent::select_batch`] with [`BanditAgent::select_in`]'s search. The points are
-    /// distinct from each other and from every pending point.
+    /// distinct from each other and from every pending point (in a box of more than one point).
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] for q = 0; as [`BanditAgent::select_in`]. The agent is
-    /// unchanged on error.
+    /// [`Error::InvalidParameter`] for q = 0 or q > 65 536; as [`BanditAgent::select_in`]. The
+    /// agent is unchanged on error.
     fn select_batch_in(&mut self, domain: &BoxDomain, q: usize) -> Result<Vec<Choice>> {
         let _ = (domain, q);
         Err(unsupported(self, "continuous domains"))

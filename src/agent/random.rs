@@ -4,7 +4,7 @@ use rand::rngs::ChaCha8Rng;
 use rand::{Rng, RngExt, SeedableRng};
 
 use super::BanditAgent;
-use super::batch::{Choice, PendingSet, Rule};
+use super::batch::{Choice, PendingSet, Rule, check_batch};
 use crate::continuous::BoxDomain;
 use crate::error::{Error, Result};
 use crate::points::{Points, check_point};
@@ -56,7 +56,7 @@ impl<R: Rng> BanditAgent for RandomAgent<R> {
         if arms.is_empty() {
             return Err(Error::NoArms);
         }
-        if let Some(expected) = self.dim
+        if let Some(expected) = self.dim.or(self.pending.dim())
             && arms.dim() != expected
         {
             return Err(Error::DimensionMismatch {
@@ -68,7 +68,7 @@ impl<R: Rng> BanditAgent for RandomAgent<R> {
     }
 
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
-        check_point(x, self.dim, "played arm")?;
+        check_point(x, self.dim.or(self.pending.dim()), "played arm")?;
         if !y.is_finite() {
             return Err(Error::NonFinite {
                 what: "reward".into(),
@@ -87,8 +87,17 @@ impl<R: Rng> BanditAgent for RandomAgent<R> {
 
     /// q arms drawn uniformly without replacement (with replacement once all are drawn).
     fn select_batch_from(&mut self, arms: &Points<'_>, q: usize) -> Result<Vec<usize>> {
+        check_batch(q)?;
+        if let Some(expected) = self.pending.dim()
+            && !arms.is_empty()
+            && expected != arms.dim()
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: arms.dim(),
+            });
+        }
         let first = self.select_from(arms)?;
-        check_batch_size(q)?;
         let mut order: Vec<usize> = (0..arms.len()).collect();
         order.swap(0, first);
         let mut out = vec![first];
@@ -104,26 +113,25 @@ impl<R: Rng> BanditAgent for RandomAgent<R> {
             out.push(pick);
         }
         for &i in &out {
-            self.pending.add(arms.point(i, &mut scratch));
+            self.pending.add(arms.point(i, &mut scratch))?;
         }
         Ok(out)
     }
 
     /// q uniform points in the box, registered as pending.
     fn select_batch_in(&mut self, domain: &BoxDomain, q: usize) -> Result<Vec<Choice>> {
-        check_batch_size(q)?;
+        check_batch(q)?;
         self.check_domain(domain)?;
         let out: Vec<Choice> = (0..q).map(|_| self.uniform_in(domain)).collect();
         for c in &out {
-            self.pending.add(&c.point);
+            self.pending.add(&c.point)?;
         }
         Ok(out)
     }
 
     fn pending(&mut self, x: &[f64]) -> Result<()> {
         check_point(x, self.dim.or(self.pending.dim()), "pending point")?;
-        self.pending.add(x);
-        Ok(())
+        self.pending.add(x)
     }
 
     fn withdraw(&mut self, x: &[f64]) -> Result<()> {
@@ -163,18 +171,6 @@ impl<R: Rng> RandomAgent<R> {
             ucb: f64::INFINITY,
             rule: Rule::Random,
         }
-    }
-}
-
-fn check_batch_size(q: usize) -> Result<()> {
-    if q == 0 {
-        Err(Error::InvalidParameter {
-            name: "q",
-            value: 0.0,
-            expected: "a batch of at least one point",
-        })
-    } else {
-        Ok(())
     }
 }
 

@@ -217,6 +217,17 @@ impl<B: ConfidenceBound> UcbAgent<B> {
         Ok(())
     }
 
+    /// The arms remembered by the fixed-arm detection, to restore after a failed batch.
+    pub(super) fn remembered(&self) -> (Vec<f64>, usize) {
+        (self.previous.clone(), self.previous_len)
+    }
+
+    /// Restores what [`UcbAgent::remembered`] returned.
+    pub(super) fn restore_remembered(&mut self, (previous, len): (Vec<f64>, usize)) {
+        self.previous = previous;
+        self.previous_len = len;
+    }
+
     /// Whether `arms` are the arms remembered: those of the last `select`, which are the set
     /// the bound keeps whenever it keeps one.
     fn same_as_previous(&self, arms: &Points<'_>) -> bool {
@@ -265,14 +276,36 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
             return Err(Error::NoArms);
         }
         self.check_specified()?;
+        if let Some(expected) = self.pending_set.dim()
+            && expected != arms.dim()
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: arms.dim(),
+            });
+        }
         if self.pending_set.explore_next() {
             return exploration_arm(&self.bound, arms, &self.pending_set);
         }
-        let best = match self.policy {
+        let mut best = match self.policy {
             ArmSetPolicy::Detect { memory_limit } => self.select_detecting(arms, memory_limit),
             ArmSetPolicy::Declared | ArmSetPolicy::Off => self.bound.argmax_ucb(arms),
         }?;
         let mut scratch = vec![0.0; arms.dim()];
+        if self.pending_set.contains(arms.point(best, &mut scratch)) {
+            // The UCB arm is already running (as an exploration arm): the best arm that is not,
+            // if there is one.
+            let ucb = self.bound.evaluate(arms)?.ucb;
+            let mut order: Vec<usize> = (0..arms.len()).collect();
+            order.sort_by(|&a, &b| ucb[b].total_cmp(&ucb[a]).then(a.cmp(&b)));
+            let mut other = vec![0.0; arms.dim()];
+            if let Some(j) = order
+                .into_iter()
+                .find(|&j| !self.pending_set.contains(arms.point(j, &mut other)))
+            {
+                best = j;
+            }
+        }
         self.pending_set
             .handed_out(arms.point(best, &mut scratch), Rule::Ucb);
         Ok(best)
@@ -280,6 +313,15 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
 
     /// Absorbs the reward; if `x` is pending (bitwise), it is resolved.
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
+        if let Some(expected) = self.pending_set.dim()
+            && self.bound.dim().is_none()
+            && expected != x.len()
+        {
+            return Err(Error::DimensionMismatch {
+                expected,
+                got: x.len(),
+            });
+        }
         self.bound.observe(x, y)?;
         self.pending_set.remove(x);
         Ok(())

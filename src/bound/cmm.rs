@@ -561,13 +561,13 @@ impl<'a> Objective<'a> {
             spectrum.first
         };
         let mut g = vec![0.0; spectrum.values.len()];
-        for ((gi, b), l) in g
+        for ((g, b), l) in g
             .iter_mut()
             .zip(&spectrum.targets)
             .zip(&spectrum.values)
             .skip(first)
         {
-            *gi = b / (l + a);
+            *g = b / (l + a);
         }
         g
     }
@@ -647,14 +647,14 @@ impl<'a> Objective<'a> {
                 } else {
                     self.rho0_sq > 0.0
                 };
-                for (i, gi) in g.iter_mut().enumerate().take(t).skip(first) {
-                    let (l, b, p) = (spectrum.values[i], spectrum.targets[i], self.p[i]);
+                let terms = spectrum.values.iter().zip(&spectrum.targets).zip(&self.p);
+                for (g, ((&l, &b), &p)) in g.iter_mut().zip(terms).skip(first) {
                     let spread_term = if from_prior {
                         -2.0 * p / ((l + a) * a)
                     } else {
                         2.0 * p / (l * (l + a))
                     };
-                    *gi = self.sign * b / (l + a) + c * spread_term;
+                    *g = self.sign * b / (l + a) + c * spread_term;
                 }
                 (g, if from_prior { c / a } else { 0.0 })
             }

@@ -125,7 +125,9 @@ pub struct BoundGradient {
 /// The posterior variance given the observations and further *pending* inputs whose targets
 /// are not known yet ([`ConfidenceBound::pending_variance`]). The variance of a Gaussian
 /// process does not depend on the targets, so pending evaluations already shrink it: what
-/// GP-UCB-PE (Contal et al. 2013) maximises to spread a batch out.
+/// GP-UCB-PE (Contal et al. 2013) maximises to spread a batch out. Each bound reports it in its
+/// own scale: ρ_a² at its mean's regulariser for the exact bounds and CMM, the σ̃² that β̃
+/// multiplies for BKB and EK-UCB; only its ranking of points matters to the agents.
 pub trait PendingVariance: Send + Sync + std::fmt::Debug {
     /// ρ²(x) at every point, given the observed and the pending inputs.
     ///

@@ -126,7 +126,10 @@ pub struct Maximum {
 /// - deterministic: the same inputs give the same bits (no time limit, no randomness).
 ///
 /// The refinement is local: a start where the gradient vanishes (a flat objective, or a
-/// stationary point) is returned as it is.
+/// stationary point) is returned as it is. PANOC is a first-order method with quasi-Newton
+/// acceleration: on a badly conditioned objective (after the box is rescaled to the unit cube,
+/// curvatures many orders of magnitude apart between coordinates) it may stop at
+/// `max_iterations` before reaching the maximiser ([`Maximum::converged`] is then `false`).
 ///
 /// # How PANOC sees the objective
 /// - PANOC minimises, so it is given −f.

@@ -1,8 +1,10 @@
 //! Bandit problems that know the true reward function (agents never see it): the synthetic
 //! RKHS bandit of Flynn & Reeb (2024) §7, the contextual bandits of Zenati et al. (2022) §5
-//! and the drifting rewards of Iwazaki & Takeno (2025) §6.
+//! and the drifting rewards of Iwazaki & Takeno (2025) §6; the §7 function of Flynn & Reeb (2024)
+//! on the continuous domain [0, 1]^d ([`ContinuousProblem`]).
 
 mod contextual;
+mod continuous;
 mod drifting;
 mod synthetic;
 
@@ -10,6 +12,7 @@ pub use contextual::{
     BumpParams, ContextualConfig, ContextualEnv, ContextualProblem, ContextualRound,
     ParseContextualEnvError,
 };
+pub use continuous::{ContinuousProblem, OptimumSearch};
 pub use drifting::{DriftingProblem, Piece, unit_grid};
 pub use synthetic::{RegretTrace, Round, SyntheticConfig, SyntheticProblem};
 

@@ -252,7 +252,17 @@ impl<K: Kernel> SyntheticProblem<K> {
         Ok(self.value_unchecked(x))
     }
 
-    fn value_unchecked(&self, x: &[f64]) -> f64 {
+    /// The seed f was drawn from.
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The centres zᵢ (row-major) and the weights b·wᵢ of f.
+    pub(crate) fn centres_and_weights(&self) -> (&[f64], &[f64]) {
+        (&self.centres, &self.weights)
+    }
+
+    pub(crate) fn value_unchecked(&self, x: &[f64]) -> f64 {
         self.centres
             .chunks_exact(self.config.dim)
             .zip(&self.weights)

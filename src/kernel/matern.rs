@@ -92,6 +92,19 @@ enum Smoothness {
 /// concave cusp. For far-apart points or tiny ℓ the gradient underflows to exactly 0 (no NaN
 /// from 0 · ∞). [`Kernel::diag_gradient`] is 0 (k(x, x) = 1).
 ///
+/// ```
+/// use kernel_bandits::kernel::{Kernel, Matern};
+/// let k = Matern::new(1.5, 0.5)?;
+/// let (x, y) = ([0.3, 0.1], [0.0, 0.5]); // x − y = (0.3, −0.4), r = 0.5 = ℓ
+/// let mut g = [0.0; 2];
+/// k.gradient(&x, &y, &mut g)?;
+/// let factor = -3.0 * (-(3f64.sqrt())).exp() / 0.25; // −3 e^{−√3 r/ℓ}/ℓ²
+/// assert!((g[0] - factor * 0.3).abs() < 1e-15 && (g[1] + factor * 0.4).abs() < 1e-15);
+/// k.gradient(&y, &y, &mut g)?;
+/// assert_eq!(g, [0.0, 0.0]); // x = x′
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
+///
 /// Any other ν costs one evaluation of K_ν per entry, some 50 times the closed form's cost
 /// (`benches/kernels.rs`); see the module documentation for the numerics. As ν → ∞ the kernel tends to the RBF kernel
 /// exp(−r²/(2ℓ²)).
