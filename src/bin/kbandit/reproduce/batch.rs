@@ -7,8 +7,9 @@
 //!
 //! - `box`: the agent searches the box [0, 1]^d with `select_batch_in` (q points per round,
 //!   all registered as pending, then all updated); the regret of an evaluation is
-//!   f(x*) − f(x), against the true maximum of f over the box (dense space-filling search,
-//!   then refinement of the best candidates).
+//!   f(x*) − f(x), against the true maximum of f over the box located by
+//!   [`kernel_bandits::env::ContinuousProblem`] (dense space-filling search, then refinement of
+//!   the best candidates with the gradient of f).
 //! - `arms`: each round offers fresh arms (100 by default), one arm set shared by the q points
 //!   of the round (`select_batch`); the regret of an evaluation is against that round's best
 //!   arm. With q = 1 this is exactly the protocol of `reproduce table1`.
@@ -25,7 +26,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use kernel_bandits::agent::ContinuousOptions;
 use kernel_bandits::bound::BoundConfig;
-use kernel_bandits::continuous::{BoxDomain, RefineOptions, maximise};
+use kernel_bandits::continuous::BoxDomain;
+use kernel_bandits::env::{ContinuousProblem, OptimumSearch};
 use kernel_bandits::prelude::*;
 use serde::Serialize;
 
@@ -113,11 +115,6 @@ const STARTS_LABEL: u64 = 0x7374_6172_7473; // "starts"
 const SIGMA: f64 = 0.1;
 const NORM: f64 = 10.0;
 const DELTA: f64 = 0.01;
-/// Space-filling points scored in the search for the true maximum of f over the box.
-const OPTIMUM_CANDIDATES: usize = 1 << 14;
-/// Of those, how many are refined.
-const OPTIMUM_REFINED: usize = 32;
-
 /// The problem seed of repetition `rep`.
 fn problem_seed(args: &BatchArgs, rep: usize) -> u64 {
     derive_seed(
@@ -148,47 +145,12 @@ fn problem<K: Kernel>(
     SyntheticProblem::new(kernel, config, seed)
 }
 
-/// The maximum of f over the box and where it is: the best of [`OPTIMUM_CANDIDATES`]
-/// space-filling points, then the best [`OPTIMUM_REFINED`] of them refined by
-/// [`kernel_bandits::continuous::maximise`] with central-difference gradients of f.
-fn box_optimum<K: Kernel>(
-    problem: &SyntheticProblem<K>,
-    domain: &BoxDomain,
-    seed: u64,
-) -> Result<(Vec<f64>, f64), Error> {
-    let d = domain.dim();
-    let starts = domain.space_filling(OPTIMUM_CANDIDATES, seed);
-    let values = starts
-        .chunks_exact(d)
-        .map(|x| problem.value(x))
-        .collect::<Result<Vec<f64>, Error>>()?;
-    let mut f = |x: &[f64]| -> Result<(f64, Vec<f64>), Error> {
-        let value = problem.value(x)?;
-        let mut gradient = vec![0.0; d];
-        let mut probe = x.to_vec();
-        for (k, g) in gradient.iter_mut().enumerate() {
-            // A step inside the box on both sides where possible (one-sided at a face).
-            let h = 1e-6;
-            let (lo, hi) = ((x[k] - h).max(0.0), (x[k] + h).min(1.0));
-            probe[k] = hi;
-            let up = problem.value(&probe)?;
-            probe[k] = lo;
-            let down = problem.value(&probe)?;
-            probe[k] = x[k];
-            *g = (up - down) / (hi - lo);
-        }
-        Ok((value, gradient))
-    };
-    let best = maximise(
-        domain,
-        &starts,
-        &values,
-        OPTIMUM_REFINED,
-        &mut f,
-        &RefineOptions::default(),
-    )?;
-    let start_best = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Ok((best.point, best.value.max(start_best)))
+/// The maximum of f over the box and where it is, located by
+/// [`kernel_bandits::env::ContinuousProblem`] (the default [`OptimumSearch`]: 2¹⁵ space-filling
+/// points, the best 16 refined with the exact gradient of f).
+fn box_optimum<K: Kernel>(problem: SyntheticProblem<K>) -> Result<(Vec<f64>, f64), Error> {
+    let continuous = ContinuousProblem::from_synthetic(problem, &OptimumSearch::default())?;
+    Ok((continuous.optimum().point.clone(), continuous.max_value()))
 }
 
 /// One run's outcome: the instantaneous regret of every evaluation.
@@ -383,7 +345,6 @@ fn check_args(args: &BatchArgs) -> Result<(), String> {
 pub fn run(args: &BatchArgs) -> Result<(), String> {
     check_args(args)?;
     create_dir(&args.run.out)?;
-    let fail = |e: Error| e.to_string();
 
     // The true maximum of f over the box, once per repetition.
     let reps: Vec<usize> = (0..args.reps).collect();
@@ -391,10 +352,8 @@ pub fn run(args: &BatchArgs) -> Result<(), String> {
     let (optima, _, optimum_time) = if needs_optimum {
         run_jobs(&reps, args.run.threads, "batch: max f", |&rep| {
             let seed = problem_seed(args, rep);
-            let domain = BoxDomain::unit(args.dims).map_err(fail)?;
-            let found: Result<_, Error> = on_kernel!(args, |k| {
-                problem(k, args, seed).and_then(|p| box_optimum(&p, &domain, seed))
-            });
+            let found: Result<_, Error> =
+                on_kernel!(args, |k| { problem(k, args, seed).and_then(box_optimum) });
             found.map_err(|e| format!("maximum of f (repetition {rep}): {e}"))
         })?
     } else {
