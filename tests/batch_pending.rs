@@ -274,7 +274,8 @@ fn review_regressions() {
             .with_continuous(ContinuousOptions {
                 starts: 1 << 63,
                 refine: 1,
-                seed: 0
+                seed: 0,
+                ..ContinuousOptions::default()
             })
             .is_err()
     );

@@ -192,6 +192,7 @@ fn batch_q1_replays_the_plain_loops_of_the_library() {
                 starts: STARTS,
                 refine: 1,
                 seed: starts_seeds[rep],
+                ..ContinuousOptions::default()
             };
             let mut agent = UcbAgent::new(build()).with_continuous(options).unwrap();
             let mut regret = 0.0;

@@ -61,6 +61,7 @@ fn select_in_stays_in_the_box_and_beats_every_start() {
                     starts: 64,
                     refine: 3,
                     seed: 5,
+                    ..ContinuousOptions::default()
                 })
                 .unwrap();
             let starts = agent.next_starts(domain);
@@ -163,7 +164,8 @@ fn select_in_is_deterministic_and_refuses_bad_domains() {
             .with_continuous(ContinuousOptions {
                 starts: 0,
                 refine: 1,
-                seed: 0
+                seed: 0,
+                ..ContinuousOptions::default()
             })
             .is_err()
     );
@@ -189,6 +191,7 @@ fn batch_in_a_box_follows_gp_ucb_pe() {
         starts: 128,
         refine: 3,
         seed: 11,
+        ..ContinuousOptions::default()
     };
     let kernel = Matern::new(2.5, 0.4).unwrap();
     for n in [0, 3, 30] {

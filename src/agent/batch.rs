@@ -59,9 +59,14 @@ pub struct Choice {
 
 /// How [`BanditAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
 /// sequence, [`BoxDomain::space_filling`]) are scored in one batch, and the best `refine` of them
-/// are refined by a box-constrained quasi-Newton method ([`crate::continuous::refine`]). The
-/// starts are drawn afresh each round from `seed`, the number of observations and the number
-/// of pending points, so a run is reproducible.
+/// are refined by a box-constrained quasi-Newton method ([`crate::continuous::refine`]) for at
+/// most `max_iterations` iterations each. The starts are drawn afresh each round from `seed`,
+/// the number of observations and the number of pending points, so a run is reproducible.
+///
+/// A smooth UCB (AY, IGP, AMM) converges in a few iterations; DMM's UCB, a minimum over its
+/// grid of regularisers, has kinks near well-sampled maxima, where the refinement can run to
+/// `max_iterations` (the bulk of a call's cost at large t): lower it to trade a little of the
+/// last digits of the maximum for time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ContinuousOptions {
@@ -71,15 +76,18 @@ pub struct ContinuousOptions {
     pub refine: usize,
     /// Seed of the starts.
     pub seed: u64,
+    /// The most quasi-Newton iterations of one refinement (at least 1).
+    pub max_iterations: usize,
 }
 
 impl Default for ContinuousOptions {
-    /// 1024 starts, the best 5 refined, seed 0.
+    /// 1024 starts, the best 5 refined for up to 200 iterations each, seed 0.
     fn default() -> Self {
         Self {
             starts: 1024,
             refine: 5,
             seed: 0,
+            max_iterations: 200,
         }
     }
 }
@@ -92,7 +100,11 @@ pub const MAX_BATCH: usize = 1 << 16;
 
 impl ContinuousOptions {
     pub(crate) fn check(&self) -> Result<()> {
-        for (name, value) in [("starts", self.starts), ("refine", self.refine)] {
+        for (name, value) in [
+            ("starts", self.starts),
+            ("refine", self.refine),
+            ("max_iterations", self.max_iterations),
+        ] {
             if value == 0 || value > MAX_STARTS {
                 return Err(Error::InvalidParameter {
                     name,
@@ -309,6 +321,7 @@ fn refine_all(
     starts: &[f64],
     chosen: &[usize],
     observations: usize,
+    max_iterations: usize,
     objective: impl Fn(&[f64]) -> Result<(f64, Vec<f64>)> + Sync,
 ) -> Result<Vec<crate::continuous::Maximum>> {
     let d = domain.dim();
@@ -322,7 +335,10 @@ fn refine_all(
             domain,
             &starts[j * d..(j + 1) * d],
             &mut f,
-            &RefineOptions::default(),
+            &RefineOptions {
+                max_iterations,
+                ..RefineOptions::default()
+            },
         ));
     });
     slots
@@ -346,9 +362,14 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     let values = bound.evaluate(&points)?.ucb;
     max_finite(&values, "upper confidence bound")?;
     let chosen = best_indices(&values, options.refine);
-    let refined = refine_all(domain, starts, &chosen, bound.len(), |x| {
-        bound.ucb_gradient(x)
-    })?;
+    let refined = refine_all(
+        domain,
+        starts,
+        &chosen,
+        bound.len(),
+        options.max_iterations,
+        |x| bound.ucb_gradient(x),
+    )?;
     let mut finalists = Vec::new();
     for (&j, refined) in chosen.iter().zip(refined) {
         finalists.extend_from_slice(&refined.point);
@@ -404,9 +425,14 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
         .into_iter()
         .filter(|&j| ranked[j] > f64::NEG_INFINITY)
         .collect();
-    let all_refined = refine_all(domain, starts, &chosen, bound.len() + pending.len(), |x| {
-        conditioned.variance_gradient(x)
-    })?;
+    let all_refined = refine_all(
+        domain,
+        starts,
+        &chosen,
+        bound.len() + pending.len(),
+        options.max_iterations,
+        |x| conditioned.variance_gradient(x),
+    )?;
     let mut best: Option<(Vec<f64>, f64)> = None;
     for (&j, refined) in chosen.iter().zip(all_refined) {
         let start = &starts[j * d..(j + 1) * d];

@@ -77,6 +77,9 @@ pub struct BatchArgs {
     /// refinement of DMM's UCB near a well-sampled maximum can take hundreds of evaluations).
     #[arg(long, default_value_t = 1)]
     refine: usize,
+    /// The most quasi-Newton iterations of one refinement in the box.
+    #[arg(long, default_value_t = ContinuousOptions::default().max_iterations)]
+    max_iterations: usize,
     #[command(flatten)]
     run: RunOptions,
 }
@@ -177,6 +180,7 @@ fn agent<K: Kernel + Clone + 'static>(
                 starts: args.starts,
                 refine: args.refine,
                 seed: derive_seed(seed, &[STARTS_LABEL]),
+                max_iterations: args.max_iterations,
             };
             Box::new(UcbAgent::new(kind.build(kernel, &config)?).with_continuous(options)?)
         }

@@ -63,6 +63,9 @@ pub struct SelectInArgs {
     /// Best starts refined by `select_in`.
     #[arg(long, default_value_t = ContinuousOptions::default().refine)]
     refine: usize,
+    /// The most quasi-Newton iterations of one refinement.
+    #[arg(long, default_value_t = ContinuousOptions::default().max_iterations)]
+    max_iterations: usize,
     #[command(flatten)]
     run: RunOptions,
 }
@@ -146,6 +149,7 @@ fn measure<K: Kernel + Clone + 'static>(
         starts: args.starts,
         refine: args.refine,
         seed: derive_seed(seed, &[STARTS_LABEL]),
+        max_iterations: args.max_iterations,
     };
     let mut agent = UcbAgent::new(bound).with_continuous(options)?;
     for n in 0..t {
