@@ -322,10 +322,16 @@ class UcbAgent(_Agent):
         starts: Optional[int] = None,
         refine: Optional[int] = None,
         seed: Optional[int] = None,
+        max_iterations: Optional[int] = None,
     ) -> UcbAgent: ...
     def with_arm_set(self, arms: ArrayLike) -> UcbAgent: ...
     def with_continuous(
-        self, *, starts: Optional[int] = None, refine: Optional[int] = None, seed: Optional[int] = None
+        self,
+        *,
+        starts: Optional[int] = None,
+        refine: Optional[int] = None,
+        seed: Optional[int] = None,
+        max_iterations: Optional[int] = None,
     ) -> UcbAgent: ...
     @property
     def continuous(self) -> dict[str, int]: ...

@@ -293,8 +293,12 @@ fn continuous_options(
     starts: Option<usize>,
     refine: Option<usize>,
     seed: Option<u64>,
+    max_iterations: Option<usize>,
 ) -> ContinuousOptions {
     let mut o = base;
+    if let Some(v) = max_iterations {
+        o.max_iterations = v;
+    }
     if let Some(v) = starts {
         o.starts = v;
     }
@@ -324,7 +328,7 @@ fn parse_policy(arm_sets: &str, memory_limit: Option<usize>) -> PyResult<ArmSetP
 
 agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
     #[new]
-    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report", starts = None, refine = None, seed = None))]
+    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report", starts = None, refine = None, seed = None, max_iterations = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -336,8 +340,15 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         starts: Option<usize>,
         refine: Option<usize>,
         seed: Option<u64>,
+        max_iterations: Option<usize>,
     ) -> PyResult<Self> {
-        let options = continuous_options(ContinuousOptions::default(), starts, refine, seed);
+        let options = continuous_options(
+            ContinuousOptions::default(),
+            starts,
+            refine,
+            seed,
+            max_iterations,
+        );
         let policy = parse_policy(arm_sets, memory_limit)?;
         if memory_limit.is_some() && !matches!(policy, ArmSetPolicy::Detect { .. }) {
             return Err(InvalidParameterError::new_err(
@@ -378,22 +389,25 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
     }
 
     /// Sets how `select_in` searches a box: `starts` space-filling starts scored, the best
-    /// `refine` refined, `seed` of the starts (each at least 1 but the seed; `None` keeps the
-    /// current value). Returns the agent.
-    #[pyo3(signature = (*, starts = None, refine = None, seed = None))]
+    /// `refine` refined for at most `max_iterations` quasi-Newton iterations each, `seed` of the
+    /// starts (each at least 1 but the seed; `None` keeps the current value). Returns the agent.
+    #[pyo3(signature = (*, starts = None, refine = None, seed = None, max_iterations = None))]
     fn with_continuous(
         mut slf: PyRefMut<'_, Self>,
         starts: Option<usize>,
         refine: Option<usize>,
         seed: Option<u64>,
+        max_iterations: Option<usize>,
     ) -> PyResult<PyRefMut<'_, Self>> {
-        let options = continuous_options(slf.inner.continuous(), starts, refine, seed);
+        let options =
+            continuous_options(slf.inner.continuous(), starts, refine, seed, max_iterations);
         let agent = slf.inner.clone();
         slf.inner = agent.with_continuous(options).or_raise()?;
         Ok(slf)
     }
 
-    /// How `select_in` searches a box: a dict with `starts`, `refine` and `seed`.
+    /// How `select_in` searches a box: a dict with `starts`, `refine`, `seed` and
+    /// `max_iterations`.
     #[getter]
     fn continuous<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let o = self.inner.continuous();
@@ -401,6 +415,7 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         d.set_item("starts", o.starts)?;
         d.set_item("refine", o.refine)?;
         d.set_item("seed", o.seed)?;
+        d.set_item("max_iterations", o.max_iterations)?;
         Ok(d)
     }
 

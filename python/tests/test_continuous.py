@@ -490,17 +490,19 @@ def test_random_agent_batches_and_domains():
 
 def test_continuous_options_are_validated_kept_and_pickled():
     agent = ucb_agent(starts=32, refine=2, seed=7)
-    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 7}
-    for bad in [dict(starts=0), dict(refine=0)]:
+    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 7, "max_iterations": 200}
+    for bad in [dict(starts=0), dict(refine=0), dict(max_iterations=0), dict(starts=1 << 20)]:
         with pytest.raises(kb.InvalidParameterError):
             ucb_agent(**bad)
         with pytest.raises(kb.InvalidParameterError):
             agent.with_continuous(**bad)
     with pytest.raises(OverflowError):
         ucb_agent(starts=-1)
-    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 7}
+    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 7, "max_iterations": 200}
     assert agent.with_continuous(seed=8) is agent
-    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 8}
+    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 8, "max_iterations": 200}
+    agent.with_continuous(max_iterations=30)
+    assert agent.continuous["max_iterations"] == 30
     agent.pending([0.25])
     again = pickle.loads(pickle.dumps(agent))
     assert again.continuous == agent.continuous and again.to_bytes() == agent.to_bytes()
