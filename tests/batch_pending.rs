@@ -3,9 +3,11 @@
 //! points and of the relevant region; bit-identity of pending-then-update and of withdrawal;
 //! distinctness; errors that change nothing.
 
-use kernel_bandits::kernel::Kernel;
+#[path = "common/dense_variance.rs"]
+mod dense_variance;
+
+use dense_variance::posterior_variance;
 use kernel_bandits::prelude::*;
-use nalgebra::{DMatrix, DVector};
 
 fn params() -> BoundParams {
     BoundParams::new()
@@ -40,16 +42,6 @@ fn agent_after(n: usize) -> UcbAgent<Amm<Rbf>> {
     agent
 }
 
-/// ρ²(x) given the observed and the pending inputs at regulariser a, by a dense Cholesky.
-fn dense_variance(kernel: &Rbf, inputs: &[Vec<f64>], a: f64, x: &[f64]) -> f64 {
-    let n = inputs.len();
-    let gram = DMatrix::from_fn(n, n, |i, j| {
-        kernel.eval(&inputs[i], &inputs[j]) + if i == j { a } else { 0.0 }
-    });
-    let k = DVector::from_fn(n, |i, _| kernel.eval(&inputs[i], x));
-    kernel.eval(x, x) - k.dot(&gram.cholesky().unwrap().solve(&k))
-}
-
 /// The first arm of a batch is the plain UCB arm; each further one maximises the dense
 /// variance given the observed and pending inputs over the arms of the relevant region
 /// {U ≥ max L}, among those not pending.
@@ -81,7 +73,7 @@ fn batch_follows_gp_ucb_pe_against_a_dense_reference() {
             let pending: Vec<&Vec<f64>> = batch[..k].iter().map(|&i| &arms[i]).collect();
             let variance: Vec<f64> = arms
                 .iter()
-                .map(|x| dense_variance(&kernel, &inputs, 0.01, x))
+                .map(|x| posterior_variance(&kernel, &inputs, 0.01, x))
                 .collect();
             let best = (0..arms.len())
                 .filter(|&j| in_region(j) && !pending.contains(&&arms[j]))

@@ -3,13 +3,16 @@
 //! from-scratch posterior (nalgebra Cholesky of the Gram matrix with the pending points
 //! appended), after every update of sequences with structured points.
 
+#[path = "common/dense_variance.rs"]
+mod dense_variance;
+
 use std::sync::Arc;
 
+use dense_variance::posterior_variance;
 use kernel_bandits::bound::{BoundGradient, GpUcb, InformationGain};
 use kernel_bandits::kernel::{Kernel, Matern, Rbf};
 use kernel_bandits::points::AsPoints;
 use kernel_bandits::prelude::*;
-use nalgebra::{DMatrix, DVector};
 
 fn params() -> BoundParams {
     BoundParams::new()
@@ -190,23 +193,6 @@ fn one_sided_agree(
     })
 }
 
-/// The dense reference: ρ_a²(x) given the observed and pending inputs, from an nalgebra
-/// Cholesky of the full Gram matrix plus aI.
-fn dense_variance(kernel: &dyn Kernel, inputs: &[Vec<f64>], a: f64, x: &[f64]) -> f64 {
-    let n = inputs.len();
-    if n == 0 {
-        return kernel.eval(x, x);
-    }
-    let gram = DMatrix::from_fn(n, n, |i, j| {
-        kernel.eval(&inputs[i], &inputs[j]) + if i == j { a } else { 0.0 }
-    });
-    let k = DVector::from_fn(n, |i, _| kernel.eval(&inputs[i], x));
-    let chol = gram
-        .cholesky()
-        .expect("dense Gram matrix is positive definite");
-    kernel.eval(x, x) - k.dot(&chol.solve(&k))
-}
-
 /// Pending variance = the dense posterior variance with the pending inputs appended (their
 /// targets do not matter), for pending sets that duplicate observed points, duplicate each other,
 /// sit a few ulps apart, or mirror each other; and its gradient against central differences.
@@ -245,7 +231,7 @@ fn pending_variance_matches_a_dense_posterior_with_the_points_appended() {
                 let qs = queries();
                 let got = pv.variance(&qs.as_points().unwrap()).unwrap();
                 for (q, v) in qs.iter().zip(&got) {
-                    let want = dense_variance(&*kernel, &all, a, q);
+                    let want = posterior_variance(&*kernel, &all, a, q);
                     assert!(
                         (v - want).abs() <= 1e-10 * (1.0 + want.abs()),
                         "pending variance {v} vs dense {want} at {q:?} with {} observed, pending {pending:?}",
@@ -258,8 +244,8 @@ fn pending_variance_matches_a_dense_posterior_with_the_points_appended() {
                         let (mut plus, mut minus) = (q.clone(), q.clone());
                         plus[i] += h;
                         minus[i] -= h;
-                        let fd = (dense_variance(&*kernel, &all, a, &plus)
-                            - dense_variance(&*kernel, &all, a, &minus))
+                        let fd = (posterior_variance(&*kernel, &all, a, &plus)
+                            - posterior_variance(&*kernel, &all, a, &minus))
                             / (2.0 * h);
                         let scale = grad.iter().fold(1e-4_f64, |m, g| m.max(g.abs()));
                         assert!(

@@ -3,10 +3,12 @@
 //! exploration points against a dense variance computation, determinism, distinctness, and
 //! errors that change nothing.
 
-use kernel_bandits::kernel::Kernel;
+#[path = "common/dense_variance.rs"]
+mod dense_variance;
+
+use dense_variance::posterior_variance;
 use kernel_bandits::points::AsPoints;
 use kernel_bandits::prelude::*;
-use nalgebra::{DMatrix, DVector};
 
 fn params() -> BoundParams {
     BoundParams::new()
@@ -171,16 +173,6 @@ fn select_in_is_deterministic_and_refuses_bad_domains() {
     );
 }
 
-/// ρ²(x) given observed and pending inputs at regulariser a, by a dense Cholesky.
-fn dense_variance(kernel: &impl Kernel, inputs: &[Vec<f64>], a: f64, x: &[f64]) -> f64 {
-    let n = inputs.len();
-    let gram = DMatrix::from_fn(n, n, |i, j| {
-        kernel.eval(&inputs[i], &inputs[j]) + if i == j { a } else { 0.0 }
-    });
-    let k = DVector::from_fn(n, |i, _| kernel.eval(&inputs[i], x));
-    kernel.eval(x, x) - k.dot(&gram.cholesky().unwrap().solve(&k))
-}
-
 /// A batch in a box: the first point is select_in's; each further point is in the relevant
 /// region of its own starts (UCB ≥ their largest LCB), not pending, and its variance given
 /// the pending points (dense reference) is at least that of every admissible start.
@@ -232,10 +224,10 @@ fn batch_in_a_box_follows_gp_ucb_pe() {
                 );
                 let mut inputs = observed.clone();
                 inputs.extend(chosen.iter().cloned());
-                let v = dense_variance(&kernel, &inputs, 0.01, &one.point);
+                let v = posterior_variance(&kernel, &inputs, 0.01, &one.point);
                 for (j, x) in starts.chunks_exact(2).enumerate() {
                     if widened(b.ucb[j], b.mean[j]) >= threshold && !chosen.iter().any(|c| c == x) {
-                        let vs = dense_variance(&kernel, &inputs, 0.01, x);
+                        let vs = posterior_variance(&kernel, &inputs, 0.01, x);
                         assert!(
                             v >= vs - 1e-10,
                             "n = {n}, point {k}: variance {v} below start {j}'s {vs}"
