@@ -348,8 +348,8 @@ fn refine_all(
 }
 
 /// The UCB point in `domain`: the best starts refined on U by its gradient; of the refined
-/// points and their starts, the one whose U (by `evaluate`) is largest, so the value returned is
-/// never below any start's.
+/// points and all starts, the one whose U (by `evaluate`) is largest and that is not pending,
+/// so the value returned is never below that of a start that is not pending.
 pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
@@ -370,18 +370,18 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
         options.max_iterations,
         |x| bound.ucb_gradient(x),
     )?;
-    let mut finalists = Vec::new();
-    for (&j, refined) in chosen.iter().zip(refined) {
+    // The refined points, scored together, then every start with the score it already has:
+    // the best that is not pending (a pending point at the maximiser, say a corner the
+    // refinements converge onto, gives way to the next best); in a box that is a single
+    // point, that point.
+    let mut finalists = Vec::with_capacity(chosen.len() * d);
+    for refined in &refined {
         finalists.extend_from_slice(&refined.point);
-        finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
     }
-    // The other starts too, so that a point that is not pending is found even where the
-    // refined ones all converge onto a pending point (a corner, say).
+    let mut scores = bound.evaluate(&Points::from_row_major(&finalists, d)?)?.ucb;
     finalists.extend_from_slice(starts);
-    let finalists_points = Points::from_row_major(&finalists, d)?;
-    let scores = bound.evaluate(&finalists_points)?.ucb;
+    scores.extend_from_slice(&values);
     let order = best_indices(&scores, scores.len());
-    // The best point that is not pending; in a box that is a single point, that point.
     let best = order
         .iter()
         .copied()
