@@ -422,6 +422,21 @@ impl pulp::WithSimd for Sums<'_> {
     }
 }
 
+/// R̃²/(2·spread) with spread = √(R̃² v), the factor of ∇v in the gradient of the spread
+/// √(R̃² v); 0 where the radius or the spread vanishes (an empty confidence set, or ρ = 0).
+fn spread_coefficient(radius: f64, v: f64) -> f64 {
+    let spread = if radius > 0.0 {
+        (radius * v).sqrt()
+    } else {
+        0.0
+    };
+    if spread > 0.0 {
+        radius / (2.0 * spread)
+    } else {
+        0.0
+    }
+}
+
 impl<'a> Objective<'a> {
     /// `p` = Uᵀk_t(x) over the whole spectrum (null space first).
     fn new(spectrum: &'a Spectrum, p: &[f64], prior: f64, radius_sq: f64, norm_sq: f64) -> Self {
@@ -608,16 +623,7 @@ impl<'a> Objective<'a> {
                 let first = spectrum.first;
                 let s: f64 = self.w.iter().zip(values).map(|(w, l)| w / l).sum();
                 let radius = self.slack_radius_sq - spectrum.null_energy;
-                let spread = if radius > 0.0 {
-                    (radius * s).sqrt()
-                } else {
-                    0.0
-                };
-                let c = if spread > 0.0 {
-                    radius / (2.0 * spread)
-                } else {
-                    0.0
-                };
+                let c = spread_coefficient(radius, s);
                 for (k, (&l, &b)) in values.iter().zip(targets).enumerate() {
                     let p = self.p[first + k];
                     g[first + k] = self.sign * b / l + c * 2.0 * p / (l * l);
@@ -627,16 +633,7 @@ impl<'a> Objective<'a> {
             Optimum::At(a) => {
                 let (_, variance, aq) = self.sums(a);
                 let radius = self.radius_sq_at(a) + a * self.norm_sq - aq;
-                let spread = if radius > 0.0 {
-                    (radius * variance).sqrt()
-                } else {
-                    0.0
-                };
-                let c = if spread > 0.0 {
-                    radius / (2.0 * spread)
-                } else {
-                    0.0
-                };
+                let c = spread_coefficient(radius, variance);
                 let full = a >= spectrum.full_from();
                 let first = if full { 0 } else { spectrum.first };
                 // Whether ρ_a² is formed from k(x, x) (so that ∇k(x, x) and the p²/(λ + a)
