@@ -85,6 +85,7 @@ pub mod bound;
 pub mod continuous;
 pub mod env;
 pub mod error;
+pub mod hyper;
 pub mod kernel;
 mod linalg;
 pub mod nonstationary;
