@@ -660,3 +660,35 @@ fn a_bound_with_data_is_checked_when_wrapped() {
     assert!(wrapped.doublings().iter().all(|s| s.observations == 2));
     assert!(!wrapped.diagnostics().empty_set());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots.
+
+#[cfg(feature = "serde")]
+#[test]
+fn a_snapshot_restores_the_level_the_log_and_the_bound_bit_for_bit() {
+    use kernel_bandits::snapshot::Snapshot;
+    let problem = problem(8);
+    let mut d = AdaptiveNorm::new(dmm(0.5)).unwrap();
+    let data = play(&mut d, &problem);
+    assert!(!d.doublings().is_empty());
+    let mut restored = AdaptiveNorm::<Dmm<Matern>>::from_json(&d.to_json().unwrap()).unwrap();
+    let q = queries(&problem, &data);
+    assert!(same_bits(&d.bounds(&q).unwrap(), &restored.bounds(&q).unwrap()));
+    assert_eq!((d.level(), d.doublings()), (restored.level(), restored.doublings()));
+    for (x, y) in structured(&problem) {
+        d.observe(&x, y).unwrap();
+        restored.observe(&x, y).unwrap();
+    }
+    assert!(same_bits(&d.bounds(&q).unwrap(), &restored.bounds(&q).unwrap()));
+    assert_eq!(d.doublings(), restored.doublings());
+    // A state whose level disagrees with its inner bound is refused.
+    let text = d.to_json().unwrap();
+    let tampered = text.replacen(
+        &format!("\"level\":{}", d.level()),
+        &format!("\"level\":{}", d.level() + 1),
+        1,
+    );
+    assert_ne!(tampered, text);
+    assert!(AdaptiveNorm::<Dmm<Matern>>::from_json(&tampered).is_err());
+}

@@ -485,3 +485,43 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
         self.inner.pending_variance(pending)
     }
 }
+
+/// `adaptive-norm<inner>`. A restored wrapper must be at a level within its cap, with the
+/// inner bound at exactly that level's B_k and δ_k, and a log of consecutive levels.
+#[cfg(feature = "serde")]
+impl<B: AdjustableNorm + crate::snapshot::Snapshot> crate::snapshot::Snapshot
+    for AdaptiveNorm<B>
+{
+    fn kind() -> String {
+        format!("adaptive-norm<{}>", B::kind())
+    }
+
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::ensure;
+        self.inner.restore()?;
+        ensure(
+            self.initial_norm > 0.0 && self.initial_norm.is_finite(),
+            || format!("initial norm bound {}", self.initial_norm),
+        )?;
+        ensure(self.total_delta > 0.0 && self.total_delta <= 1.0, || {
+            format!("total delta {}", self.total_delta)
+        })?;
+        ensure(
+            (1..=self.max_level).contains(&self.level) && self.max_level <= i32::MAX as u32,
+            || format!("level {} with cap {}", self.level, self.max_level),
+        )?;
+        ensure(
+            self.inner.norm_bound() == self.norm_bound() && self.inner.delta() == self.delta(),
+            || "the inner bound's B and delta are not those of the level".into(),
+        )?;
+        let levels_consecutive = self
+            .doublings
+            .iter()
+            .enumerate()
+            .all(|(i, step)| step.level == i as u32 + 2)
+            && self.doublings.len() + 1 == self.level as usize;
+        ensure(levels_consecutive, || {
+            "the log of doublings does not lead to the level".into()
+        })
+    }
+}
