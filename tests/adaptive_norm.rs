@@ -10,8 +10,7 @@
 use std::f64::consts::PI;
 
 use kernel_bandits::bound::{
-    AdjustableNorm, AnyBound, BoundConfig, BoundKind, DEFAULT_MAX_LEVEL, Diagnostics,
-    NormDoubling,
+    AdjustableNorm, AnyBound, BoundConfig, BoundKind, DEFAULT_MAX_LEVEL, Diagnostics, NormDoubling,
 };
 use kernel_bandits::prelude::*;
 use nalgebra::{DMatrix, DVector, SymmetricEigen};
@@ -49,7 +48,10 @@ fn cmm(norm_bound: f64) -> Cmm<Matern> {
 
 /// Plays T rounds of the problem with the wrapper's own argmax (as a UCB agent would), and
 /// returns the data it observed.
-fn play<B: AdjustableNorm>(bound: &mut AdaptiveNorm<B>, problem: &SyntheticProblem<Matern>) -> Data {
+fn play<B: AdjustableNorm>(
+    bound: &mut AdaptiveNorm<B>,
+    problem: &SyntheticProblem<Matern>,
+) -> Data {
     let mut data = Vec::new();
     for t in 0..T {
         let round = problem.round(t);
@@ -90,7 +92,9 @@ fn queries(problem: &SyntheticProblem<Matern>, data: &[(Vec<f64>, f64)]) -> Vec<
     let mut q: Vec<Vec<f64>> = (0..4)
         .flat_map(|t| {
             let round = problem.round(500 + t);
-            (0..50).map(move |i| round.arm(i).to_vec()).collect::<Vec<_>>()
+            (0..50)
+                .map(move |i| round.arm(i).to_vec())
+                .collect::<Vec<_>>()
         })
         .collect();
     q.extend(data.iter().step_by(3).map(|(x, _)| x.clone()));
@@ -240,10 +244,16 @@ fn dmm_after_several_doublings_equals_a_fresh_bound_at_the_final_level() {
             assert!(b < 2.0 * problem.rkhs_norm(), "B = {b} for ‖f‖ = 10");
             let fresh = fresh_dmm(&data, b, delta);
             let q = queries(&problem, &data);
-            assert!(same_bits(&wrapped.bounds(&q).unwrap(), &fresh.bounds(&q).unwrap()));
+            assert!(same_bits(
+                &wrapped.bounds(&q).unwrap(),
+                &fresh.bounds(&q).unwrap()
+            ));
             assert_eq!(wrapped.diagnostics(), fresh.diagnostics());
             let points = q.as_points().unwrap();
-            assert_eq!(wrapped.argmax_ucb(&points).unwrap(), fresh.argmax_ucb(&points).unwrap());
+            assert_eq!(
+                wrapped.argmax_ucb(&points).unwrap(),
+                fresh.argmax_ucb(&points).unwrap()
+            );
             assert_eq!(wrapped.inner().widths(), fresh.widths());
             assert_eq!(wrapped.len(), data.len());
             // The run that made the data, queries and all, agrees to rounding.
@@ -282,7 +292,10 @@ fn cmm_after_several_doublings_equals_a_fresh_bound_at_the_final_level() {
             let fresh = fresh_cmm(&data, b, delta, true);
             assert!(same_bits(&got, &fresh.bounds(&q).unwrap()));
             assert_eq!(wrapped.diagnostics(), fresh.diagnostics());
-            assert_eq!(wrapped.argmax_ucb(&points).unwrap(), fresh.argmax_ucb(&points).unwrap());
+            assert_eq!(
+                wrapped.argmax_ucb(&points).unwrap(),
+                fresh.argmax_ucb(&points).unwrap()
+            );
             assert_eq!(wrapped.inner().radius_sq(), fresh.radius_sq());
             // And to rounding against one decomposed from scratch at the end.
             let cold = fresh_cmm(&data, b, delta, false).bounds(&q).unwrap();
@@ -301,7 +314,14 @@ fn cmm_after_several_doublings_equals_a_fresh_bound_at_the_final_level() {
 fn snapshot_of<B: AdjustableNorm>(
     bound: &AdaptiveNorm<B>,
     q: &[Vec<f64>],
-) -> (Bounds, u32, Vec<NormDoubling>, usize, Diagnostics, Option<usize>) {
+) -> (
+    Bounds,
+    u32,
+    Vec<NormDoubling>,
+    usize,
+    Diagnostics,
+    Option<usize>,
+) {
     (
         bound.bounds(q).unwrap(),
         bound.level(),
@@ -315,11 +335,21 @@ fn snapshot_of<B: AdjustableNorm>(
 fn assert_unchanged<B: AdjustableNorm>(
     bound: &AdaptiveNorm<B>,
     q: &[Vec<f64>],
-    before: &(Bounds, u32, Vec<NormDoubling>, usize, Diagnostics, Option<usize>),
+    before: &(
+        Bounds,
+        u32,
+        Vec<NormDoubling>,
+        usize,
+        Diagnostics,
+        Option<usize>,
+    ),
 ) {
     let now = snapshot_of(bound, q);
     assert!(same_bits(&now.0, &before.0));
-    assert_eq!((now.1, &now.2, now.3, now.5), (before.1, &before.2, before.3, before.5));
+    assert_eq!(
+        (now.1, &now.2, now.3, now.5),
+        (before.1, &before.2, before.3, before.5)
+    );
     assert_eq!(now.4, before.4);
 }
 
@@ -334,7 +364,11 @@ fn rejected_inputs_change_nothing<B: AdjustableNorm>(mut bound: AdaptiveNorm<B>,
     assert!(bound.observe_many(&points, &[1.0]).is_err());
     assert!(bound.observe_many(&points, &[1e6, f64::NAN]).is_err());
     let flat = vec![vec![0.1, 0.2], vec![0.4, 0.5]];
-    assert!(bound.observe_many(&flat.as_points().unwrap(), &[1.0, 2.0]).is_err());
+    assert!(
+        bound
+            .observe_many(&flat.as_points().unwrap(), &[1.0, 2.0])
+            .is_err()
+    );
     assert_unchanged(&bound, q, &before);
 }
 
@@ -354,8 +388,12 @@ fn rejected_observations_leave_the_wrapper_bitwise_unchanged() {
 
 /// Feeds `data` in chunks of the given sizes through `observe_many`, and one at a time through
 /// `observe`; the two must agree on everything, and hold exactly the data given.
-fn batches_equal_single_steps<B: AdjustableNorm + Clone>(start: AdaptiveNorm<B>, data: &Data, chunks: &[usize], q: &[Vec<f64>])
-where
+fn batches_equal_single_steps<B: AdjustableNorm + Clone>(
+    start: AdaptiveNorm<B>,
+    data: &Data,
+    chunks: &[usize],
+    q: &[Vec<f64>],
+) where
     B: std::fmt::Debug,
 {
     let (mut one, mut many) = (start.clone(), start);
@@ -407,14 +445,37 @@ fn observe_many_equals_a_sequence_of_observe_and_loses_nothing() {
 #[test]
 fn truncate_keeps_the_level_and_equals_a_fresh_bound_at_it() {
     let problem = problem(5);
+    let mut probe = AdaptiveNorm::new(dmm(0.5)).unwrap();
+    let data = play(&mut probe, &problem);
     let mut d = AdaptiveNorm::new(dmm(0.5)).unwrap();
-    let data = play(&mut d, &problem);
+    for (x, y) in &data {
+        d.observe(x, *y).unwrap();
+    }
     let (level, logged) = (d.level(), d.doublings().len());
-    d.truncate(10);
-    assert_eq!((d.level(), d.doublings().len(), d.len()), (level, logged, 10));
-    let fresh = fresh_dmm(&data[..10].to_vec(), d.norm_bound(), d.delta());
+    // Back to before the last doubling: its refutation stays on record.
+    let keep = d.doublings()[logged - 1].observations - 1;
+    assert!(keep > 0);
+    d.truncate(keep);
+    assert_eq!(
+        (d.level(), d.doublings().len(), d.len()),
+        (level, logged, keep)
+    );
+    // The fresh bound at the level's B and δ; the posterior's truncation keeps the first rows
+    // of a factor that may have been refreshed since (numerical health), so to rounding.
+    let fresh = fresh_dmm(&data[..keep].to_vec(), d.norm_bound(), d.delta());
     let q = queries(&problem, &data);
-    assert!(same_bits(&d.bounds(&q).unwrap(), &fresh.bounds(&q).unwrap()));
+    let (got, want) = (d.bounds(&q).unwrap(), fresh.bounds(&q).unwrap());
+    let worst = (0..q.len())
+        .map(|j| {
+            (got.ucb[j] - want.ucb[j])
+                .abs()
+                .max((got.lcb[j] - want.lcb[j]).abs())
+        })
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-10, "{worst}");
+    // At the level before, the bounds would be tighter: the level was kept, not reset.
+    let lower = fresh_dmm(&data[..keep].to_vec(), d.norm_bound() / 2.0, d.delta());
+    assert!(lower.bounds(&q).unwrap().ucb[0] < want.ucb[0]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -561,7 +622,11 @@ fn the_cap_stops_the_doubling_and_says_so() {
         let q = 0.5e12 / (2.0 * kxx + a0) + 0.5e12 / a0;
         assert!(bound.norm_bound() < 2.0 * q.sqrt());
         let last = DenseRadius::new(&data, bound.norm_bound(), bound.delta());
-        let previous = DenseRadius::new(&data, bound.norm_bound() / 2.0, expected_delta(bound.level() - 1));
+        let previous = DenseRadius::new(
+            &data,
+            bound.norm_bound() / 2.0,
+            expected_delta(bound.level() - 1),
+        );
         assert!(previous.minimum() < 0.0);
         if kind == BoundKind::Cmm {
             assert!(last.minimum() >= -last.tolerance(), "{}", last.minimum());
@@ -577,12 +642,14 @@ fn any_bound_and_trait_objects_work_and_other_kinds_are_refused() {
     let problem = problem(6);
     let config = BoundConfig::new().params(params(0.5));
     // AnyBound and Box<dyn AdjustableNorm> give what the concrete type gives.
+    let mut probe = AdaptiveNorm::new(dmm(0.5)).unwrap();
+    let data = play(&mut probe, &problem);
     let mut concrete = AdaptiveNorm::new(dmm(0.5)).unwrap();
-    let data = play(&mut concrete, &problem);
     let mut any = AdaptiveNorm::new(BoundKind::Dmm.build(kernel(), &config).unwrap()).unwrap();
     let boxed: Box<dyn AdjustableNorm> = Box::new(dmm(0.5));
     let mut dynamic = AdaptiveNorm::new(boxed).unwrap();
     for (x, y) in &data {
+        concrete.observe(x, *y).unwrap();
         any.observe(x, *y).unwrap();
         dynamic.observe(x, *y).unwrap();
     }
@@ -599,14 +666,16 @@ fn any_bound_and_trait_objects_work_and_other_kinds_are_refused() {
     for t in 0..10 {
         let round = problem.round(t);
         let i = agent.select_from(&round.arms()).unwrap();
-        agent.update(round.arm(i), round.values[i] + round.noise).unwrap();
+        agent
+            .update(round.arm(i), round.values[i] + round.noise)
+            .unwrap();
     }
     assert_eq!(agent.bound().len(), 10);
     assert!(!agent.bound().diagnostics().empty_set());
 
     // Every other kind is refused, and left as it was.
     let config = BoundConfig::paper_defaults(&kernel(), 3, 100)
-        .sketch(SketchParams::new().beta(1.0));
+        .sketch(SketchParams::new().beta(1.0).horizon(100));
     for kind in BoundKind::ALL {
         let mut bound: AnyBound<Matern> = kind.build(kernel(), &config).unwrap();
         let supported = matches!(kind, BoundKind::Dmm | BoundKind::Cmm);
@@ -614,7 +683,10 @@ fn any_bound_and_trait_objects_work_and_other_kinds_are_refused() {
         assert_eq!(result.is_ok(), supported, "{kind}");
         if !supported {
             assert!(matches!(result, Err(Error::Unsupported { .. })), "{kind}");
-            assert!(matches!(AdaptiveNorm::new(bound), Err(Error::Unsupported { .. })));
+            assert!(matches!(
+                AdaptiveNorm::new(bound),
+                Err(Error::Unsupported { .. })
+            ));
         }
     }
 }
@@ -624,7 +696,15 @@ fn any_bound_and_trait_objects_work_and_other_kinds_are_refused() {
 
 #[test]
 fn hostile_norms_and_levels_are_refused_without_change() {
-    for b0 in [f64::NAN, 0.0, -0.0, -1.0, f64::INFINITY, f64::NEG_INFINITY, 1e-310] {
+    for b0 in [
+        f64::NAN,
+        0.0,
+        -0.0,
+        -1.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        1e-310,
+    ] {
         assert!(Dmm::new(kernel(), params(b0)).is_err(), "{b0}");
         assert!(Cmm::new(kernel(), params(b0)).is_err(), "{b0}");
     }
@@ -651,10 +731,16 @@ fn hostile_norms_and_levels_are_refused_without_change() {
         (2.0, f64::INFINITY),
     ] {
         for result in [d.set_norm_bound(b, delta), c.set_norm_bound(b, delta)] {
-            assert!(matches!(result, Err(Error::InvalidParameter { .. })), "{b}, {delta}");
+            assert!(
+                matches!(result, Err(Error::InvalidParameter { .. })),
+                "{b}, {delta}"
+            );
         }
     }
-    assert_eq!((d.norm_bound(), d.delta(), c.norm_bound(), c.delta()), (1.0, DELTA, 1.0, DELTA));
+    assert_eq!(
+        (d.norm_bound(), d.delta(), c.norm_bound(), c.delta()),
+        (1.0, DELTA, 1.0, DELTA)
+    );
     assert!(same_bits(&d.bounds(&q).unwrap(), &d_before));
     assert!(same_bits(&c.bounds(&q).unwrap(), &c_before));
 
@@ -670,7 +756,11 @@ fn hostile_norms_and_levels_are_refused_without_change() {
 #[test]
 fn a_bound_with_data_is_checked_when_wrapped() {
     let mut c = cmm(0.01);
-    for (x, y) in duplicates().iter().take(1).chain(&[(vec![0.7, 0.2, 0.1], -3.0)]) {
+    for (x, y) in duplicates()
+        .iter()
+        .take(1)
+        .chain(&[(vec![0.7, 0.2, 0.1], -3.0)])
+    {
         c.observe(x, *y).unwrap();
     }
     assert!(c.diagnostics().empty_set());
@@ -693,12 +783,21 @@ fn a_snapshot_restores_the_level_the_log_and_the_bound_bit_for_bit() {
     assert!(!d.doublings().is_empty());
     let mut restored = AdaptiveNorm::<Dmm<Matern>>::from_json(&d.to_json().unwrap()).unwrap();
     let q = queries(&problem, &data);
-    assert!(same_bits(&d.bounds(&q).unwrap(), &restored.bounds(&q).unwrap()));
-    assert_eq!((d.level(), d.doublings()), (restored.level(), restored.doublings()));
+    assert!(same_bits(
+        &d.bounds(&q).unwrap(),
+        &restored.bounds(&q).unwrap()
+    ));
+    assert_eq!(
+        (d.level(), d.doublings()),
+        (restored.level(), restored.doublings())
+    );
     for (x, y) in structured(&problem) {
         d.observe(&x, y).unwrap();
         restored.observe(&x, y).unwrap();
     }
-    assert!(same_bits(&d.bounds(&q).unwrap(), &restored.bounds(&q).unwrap()));
+    assert!(same_bits(
+        &d.bounds(&q).unwrap(),
+        &restored.bounds(&q).unwrap()
+    ));
     assert_eq!(d.doublings(), restored.doublings());
 }

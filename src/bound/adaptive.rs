@@ -489,9 +489,7 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
 /// `adaptive-norm<inner>`. A restored wrapper must be at a level within its cap, with the
 /// inner bound at exactly that level's B_k and δ_k, and a log of consecutive levels.
 #[cfg(feature = "serde")]
-impl<B: AdjustableNorm + crate::snapshot::Snapshot> crate::snapshot::Snapshot
-    for AdaptiveNorm<B>
-{
+impl<B: AdjustableNorm + crate::snapshot::Snapshot> crate::snapshot::Snapshot for AdaptiveNorm<B> {
     fn kind() -> String {
         format!("adaptive-norm<{}>", B::kind())
     }

@@ -6,7 +6,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use super::AdjustableNorm as _;
 use super::{
     Amm, ArmSetInfo, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Diagnostics, Dmm, EkUcb,
     Igp, KUcb, SketchParams,
@@ -397,7 +396,10 @@ impl<K> AnyBound<K> {
             _ => "only DMM-UCB and CMM-UCB can have their norm bound B and delta replaced",
         };
         Error::Unsupported {
-            what: format!("adjusting the norm bound of the {} bound: {why}", self.kind()),
+            what: format!(
+                "adjusting the norm bound of the {} bound: {why}",
+                self.kind()
+            ),
         }
     }
 }
