@@ -393,9 +393,7 @@ fn batches_equal_single_steps<B: AdjustableNorm + Clone>(
     data: &Data,
     chunks: &[usize],
     q: &[Vec<f64>],
-) where
-    B: std::fmt::Debug,
-{
+) {
     let (mut one, mut many) = (start.clone(), start);
     for (x, y) in data {
         one.observe(x, *y).unwrap();

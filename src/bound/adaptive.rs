@@ -289,7 +289,8 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
             let Some((a, radius_sq)) = self.inner.diagnostics().smallest_radius else {
                 return;
             };
-            if !(radius_sq < 0.0) {
+            // A NaN radius is a numerical failure, not a refutation.
+            if radius_sq >= 0.0 || radius_sq.is_nan() {
                 return;
             }
             let next = self.level + 1;
