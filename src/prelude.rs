@@ -5,7 +5,8 @@ pub use crate::agent::{
     UcbAgent,
 };
 pub use crate::bound::{
-    Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb, SketchParams,
+    AdaptiveNorm, Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb,
+    SketchParams,
 };
 pub use crate::continuous::BoxDomain;
 pub use crate::env::{

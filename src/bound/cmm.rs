@@ -1269,6 +1269,23 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
     }
 }
 
+/// B and δ enter only R_t², R̃_a² and the slack B√θ, all formed at every query or
+/// diagnosis; the cached eigendecompositions of K_t (and b = Uᵀy, ‖b_N‖², θ) and the factor of
+/// K_t + a0·I depend on the inputs, the targets, σ and c alone, so they stay valid: the change
+/// is O(1).
+impl<K: Kernel> super::AdjustableNorm for Cmm<K> {
+    fn norm_bound(&self) -> f64 {
+        self.params.norm_bound()
+    }
+    fn delta(&self) -> f64 {
+        self.params.delta()
+    }
+    fn set_norm_bound(&mut self, norm_bound: f64, delta: f64) -> Result<()> {
+        self.params = self.params.with_norm_bound(norm_bound, delta)?;
+        Ok(())
+    }
+}
+
 /// The cached eigendecompositions are part of a snapshot: the next bordered update from them
 /// is what makes a restored CMM-UCB continue bit for bit.
 #[cfg(feature = "serde")]

@@ -124,6 +124,21 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
     forward_posterior!(|b| widths: b.widths(), mean: b.mixture_index);
 }
 
+/// B and δ enter only DMM-UCB's widths R̃_a/√a, computed at every query from the cached
+/// factors of K_t + aI, which depend on σ, c and the grid alone: the change is O(1).
+impl<K: Kernel> super::AdjustableNorm for Dmm<K> {
+    fn norm_bound(&self) -> f64 {
+        self.params.norm_bound()
+    }
+    fn delta(&self) -> f64 {
+        self.params.delta()
+    }
+    fn set_norm_bound(&mut self, norm_bound: f64, delta: f64) -> Result<()> {
+        self.params = self.params.with_norm_bound(norm_bound, delta)?;
+        Ok(())
+    }
+}
+
 #[cfg(feature = "serde")]
 super::exact_snapshot!(Dmm, "dmm", |b| {
     b.params.restore()?;

@@ -385,6 +385,55 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     }
 }
 
+impl<K> AnyBound<K> {
+    /// The error for a kind whose B cannot be changed in place.
+    fn fixed_norm(&self) -> Error {
+        let why = match self.kind() {
+            BoundKind::Amm => {
+                "AMM-UCB's radius R~^2 at a0 is never negative (Flynn & Reeb 2024 Lemma C.2), so \
+                 its data never refute B"
+            }
+            _ => "only DMM-UCB and CMM-UCB can have their norm bound B and delta replaced",
+        };
+        Error::Unsupported {
+            what: format!(
+                "adjusting the norm bound of the {} bound: {why}",
+                self.kind()
+            ),
+        }
+    }
+}
+
+/// B and δ of the DMM-UCB or CMM-UCB inside; every other kind is refused: AMM-UCB because its
+/// R̃² at a0 is never negative (Flynn & Reeb 2024 Lemma C.2), so its data can never refute B,
+/// and the others because their radii are not the martingale mixture's.
+///
+/// `norm_bound` and `delta` report NaN for the other kinds (they have no such parameter, or, for
+/// AY, IGP and AMM, one this capability does not manage).
+impl<K: Kernel> super::AdjustableNorm for AnyBound<K> {
+    fn norm_bound(&self) -> f64 {
+        match self {
+            Self::Dmm(b) => b.norm_bound(),
+            Self::Cmm(b) => b.norm_bound(),
+            _ => f64::NAN,
+        }
+    }
+    fn delta(&self) -> f64 {
+        match self {
+            Self::Dmm(b) => b.delta(),
+            Self::Cmm(b) => b.delta(),
+            _ => f64::NAN,
+        }
+    }
+    fn set_norm_bound(&mut self, norm_bound: f64, delta: f64) -> Result<()> {
+        match self {
+            Self::Dmm(b) => b.set_norm_bound(norm_bound, delta),
+            Self::Cmm(b) => b.set_norm_bound(norm_bound, delta),
+            _ => Err(self.fixed_norm()),
+        }
+    }
+}
+
 #[cfg(feature = "serde")]
 impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for AnyBound<K> {
     /// `bound<kernel>`; the state names the bound it holds.

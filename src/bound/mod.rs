@@ -15,7 +15,15 @@
 //! All of them implement [`ConfidenceBound`]: they absorb observations and return, for a batch
 //! of points, the mean, the lower and the upper confidence bound. [`BoundKind`] names them, and
 //! builds any of them from a [`BoundConfig`] as an [`AnyBound`].
+//!
+//! **An unknown B.** [`AdaptiveNorm`] wraps a DMM-UCB or CMM-UCB (any [`AdjustableNorm`]
+//! bound) and learns B by refutation: it starts from a guess B₀ and doubles B, with
+//! δ_k = 6δ/(π²k²) at level k, whenever the data show the confidence set of Flynn & Reeb 2024
+//! Lemma 4.2 to be empty (R̃_a² < 0, [`Diagnostics`]). With probability ≥ 1 − δ it stops below
+//! 2‖f‖_H (if B₀ was too small), and its bounds are valid from the first level with
+//! B_k ≥ ‖f‖_H on; data can refute a B, never confirm one.
 
+mod adaptive;
 mod amm;
 mod ay;
 mod bkb;
@@ -33,6 +41,7 @@ mod params;
 mod search;
 pub(crate) mod sketch;
 
+pub use adaptive::{AdaptiveNorm, AdjustableNorm, DEFAULT_MAX_LEVEL, NormDoubling};
 pub use amm::Amm;
 pub use ay::Ay;
 pub use bkb::Bkb;

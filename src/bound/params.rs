@@ -139,13 +139,7 @@ impl BoundParams {
     pub fn check(&self) -> Result<CheckedParams> {
         let sigma = positive("sigma", self.sigma)?;
         let norm_bound = positive("norm_bound", self.norm_bound)?;
-        if !(self.delta > 0.0 && self.delta <= 1.0) {
-            return Err(Error::InvalidParameter {
-                name: "delta",
-                value: self.delta,
-                expected: "a number in (0, 1]",
-            });
-        }
+        let delta = checked_delta(self.delta)?;
         let scale = positive("scale", self.scale)?;
         let mixture_regulariser = positive("sigma^2/scale", sigma * sigma / scale)?;
         let lambda = positive("lambda", self.lambda.unwrap_or(mixture_regulariser))?;
@@ -164,11 +158,24 @@ impl BoundParams {
         Ok(CheckedParams {
             sigma,
             norm_bound,
-            delta: self.delta,
+            delta,
             scale,
             mixture_regulariser,
             lambda,
             eta,
+        })
+    }
+}
+
+/// Passes a δ in (0, 1] on (NaN fails).
+fn checked_delta(delta: f64) -> Result<f64> {
+    if delta > 0.0 && delta <= 1.0 {
+        Ok(delta)
+    } else {
+        Err(Error::InvalidParameter {
+            name: "delta",
+            value: delta,
+            expected: "a number in (0, 1]",
         })
     }
 }
@@ -221,6 +228,35 @@ impl CheckedParams {
             hint: "set BoundParams::eta, or BoundParams::horizon for the paper's eta = 2/T",
         })
     }
+    /// The same parameters with B and δ replaced, validated as [`BoundParams::check`] validates
+    /// them; σ, c, a0 = σ²/c, λ and η are kept bit for bit. B and δ enter only the radii
+    /// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ) and R̃_a² = R_t² + aB² − a q_a (Flynn & Reeb
+    /// 2024 Eq. 8, Cor. 4.3), never a regulariser, so a bound can take them over without
+    /// refactorising ([`super::AdjustableNorm`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] if B is not finite and positive or δ ∉ (0, 1].
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::bound::BoundParams;
+    /// let params = BoundParams::new().norm_bound(1.0).delta(0.1).check()?;
+    /// let wider = params.with_norm_bound(2.0, 0.05)?;
+    /// assert_eq!((wider.norm_bound(), wider.delta()), (2.0, 0.05));
+    /// assert_eq!(wider.mixture_regulariser(), params.mixture_regulariser());
+    /// assert!(params.with_norm_bound(f64::NAN, 0.05).is_err());
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    pub fn with_norm_bound(&self, norm_bound: f64, delta: f64) -> Result<Self> {
+        let norm_bound = positive("norm_bound", norm_bound)?;
+        let delta = checked_delta(delta)?;
+        Ok(Self {
+            norm_bound,
+            delta,
+            ..*self
+        })
+    }
+
     /// ln(1/δ).
     pub(crate) fn log_inv_delta(&self) -> f64 {
         -self.delta.ln()
