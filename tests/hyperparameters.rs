@@ -70,9 +70,7 @@ impl Fam {
                     return 1.0;
                 }
                 let z = (2.0 * nu).sqrt() * r;
-                2f64.powf(1.0 - nu) / puruspe::gamma(nu)
-                    * z.powf(nu)
-                    * puruspe::besselik(nu, z).1
+                2f64.powf(1.0 - nu) / puruspe::gamma(nu) * z.powf(nu) * puruspe::besselik(nu, z).1
             }
         }
     }
@@ -395,7 +393,11 @@ fn gp_draw(fam: Fam, truth: &Hyper, n: usize, d: usize, seed: u64) -> (Vec<Vec<f
     let l = prior.cholesky().expect("prior covariance").l();
     let f = l * DVector::from_vec(normals(&mut r, n));
     let noise = normals(&mut r, n);
-    let ys = f.iter().zip(&noise).map(|(f, e)| f + truth.sigma * e).collect();
+    let ys = f
+        .iter()
+        .zip(&noise)
+        .map(|(f, e)| f + truth.sigma * e)
+        .collect();
     (xs, ys)
 }
 
@@ -558,7 +560,11 @@ fn fitted_variance_and_box_edges() {
         }
     }
     assert!(fit.log_likelihood() >= grid_best - 1e-9 * grid_best.abs());
-    assert!(fit.variance() > 1.0, "targets of amplitude 3: s² = {}", fit.variance());
+    assert!(
+        fit.variance() > 1.0,
+        "targets of amplitude 3: s² = {}",
+        fit.variance()
+    );
 
     // A box for s² far below the targets' scale: s² ends on its upper edge.
     let capped = options.variance_bounds(0.01, 0.02);
@@ -572,7 +578,10 @@ fn same_seed_same_fit_and_default_noise_floor() {
     let mut r = rng(24);
     let xs = uniform_points(&mut r, 20, 2);
     // Noise-free smooth targets: σ runs to its floor 10⁻⁴·s_y, reported as a box edge.
-    let ys: Vec<f64> = xs.iter().map(|x| (2.0 * x[0]).sin() + x[1] * x[1]).collect();
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|x| (2.0 * x[0]).sin() + x[1] * x[1])
+        .collect();
     let options = FitOptions::new().family(KernelFamily::Rbf).seed(9);
     let a = fit_hyperparameters(&options, &xs, &ys).unwrap();
     let b = fit_hyperparameters(&options, &xs, &ys).unwrap();
@@ -684,11 +693,7 @@ fn hostile_inputs_give_typed_errors() {
     assert!(fit_hyperparameters(&options.lengthscale_bounds(0.1, 1.0), &dup, &ys).is_ok());
     // All-zero targets with a fitted s² and no box for it.
     assert!(matches!(
-        fit_hyperparameters(
-            &options.variance(OutputVariance::Fitted),
-            &xs,
-            &[0.0; 3]
-        ),
+        fit_hyperparameters(&options.variance(OutputVariance::Fitted), &xs, &[0.0; 3]),
         Err(Error::InvalidParameter {
             name: "variance_bounds",
             ..
@@ -736,7 +741,12 @@ fn fitted_kernel_matches_the_crates_kernels() {
     let mut r = rng(31);
     let mut xs = uniform_points(&mut r, 12, 3);
     xs.push(xs[0].clone());
-    xs.push(xs[1].iter().map(|v| f64::from_bits(v.to_bits() + 3)).collect());
+    xs.push(
+        xs[1]
+            .iter()
+            .map(|v| f64::from_bits(v.to_bits() + 3))
+            .collect(),
+    );
     let points = xs.as_points().unwrap();
     for nu in [0.5, 1.5, 2.5, 2.0, 0.7] {
         let fitted = FittedKernel::shared(KernelFamily::Matern { nu }, 0.4, 2.5).unwrap();
@@ -853,13 +863,21 @@ fn warm_up_helper_returns_an_empty_bound_with_the_fitted_sigma() {
     );
     let later = [[0.2, 0.4], [0.7, 0.1], [0.5, 0.5]];
     let queries = [[0.3, 0.3], [0.9, 0.8]];
-    for kind in [BoundKind::Ay, BoundKind::Amm, BoundKind::Dmm, BoundKind::Igp] {
+    for kind in [
+        BoundKind::Ay,
+        BoundKind::Amm,
+        BoundKind::Dmm,
+        BoundKind::Igp,
+    ] {
         let mut bound = fit.bound(kind, &config).unwrap();
         assert_eq!(bound.len(), 0, "{kind}");
         assert_eq!(bound.name(), kind.name());
         // The same bound built by hand with the fitted σ and kernel gives the same bits; with
         // the configured σ = 0.1 it differs.
-        let by_hand = kind.build(fit.kernel().clone(), &config.params(fit.bound_params(config.params)));
+        let by_hand = kind.build(
+            fit.kernel().clone(),
+            &config.params(fit.bound_params(config.params)),
+        );
         let mut by_hand = by_hand.unwrap();
         let mut unfitted = kind.build(fit.kernel().clone(), &config).unwrap();
         for (x, y) in later.iter().zip([0.1, -0.2, 0.3]) {

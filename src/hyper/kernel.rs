@@ -117,9 +117,9 @@ impl Profile {
 /// k(x, x) = s².
 ///
 /// **Output variance and B.** The confidence bounds assume k(x, x) ≤ 1 and read B as a bound
-/// on ‖f‖ in the RKHS of the kernel *as given*; with s² ≠ 1 that RKHS norm is 1/s (in ratio)
-/// of the norm for s² = 1 (‖f‖_{H(s²k)} = ‖f‖_{H(k)}/s), so the same B means a different
-/// assumption. [`super::FitOptions`] keeps s² = 1 unless told otherwise.
+/// on ‖f‖ in the RKHS of the kernel *as given*. Scaling the kernel scales that norm:
+/// ‖f‖_{H(s²k)} = ‖f‖_{H(k)}/s (Aronszajn 1950), so the same B is a different assumption for
+/// every s². [`super::FitOptions`] keeps s² = 1 unless told otherwise.
 ///
 /// # Examples
 /// ```
@@ -175,7 +175,11 @@ impl FittedKernel {
     /// # Errors
     /// [`Error::InvalidParameter`] for no length-scale, an invalid ν, an ℓᵢ that is not finite
     /// and positive with a finite 1/ℓᵢ, or an s² that is not finite and positive.
-    pub fn per_dimension(family: KernelFamily, lengthscales: &[f64], variance: f64) -> Result<Self> {
+    pub fn per_dimension(
+        family: KernelFamily,
+        lengthscales: &[f64],
+        variance: f64,
+    ) -> Result<Self> {
         if lengthscales.is_empty() {
             return Err(Error::InvalidParameter {
                 name: "lengthscales",

@@ -1,7 +1,7 @@
 //! The log marginal likelihood of a zero-mean GP and its gradient in the log-parameters
 //! (Rasmussen & Williams 2006 Eq. 2.30, Eq. 5.9 and Alg. 2.1).
 
-use faer::linalg::solvers::{DenseSolveCore, Llt};
+use faer::linalg::solvers::{DenseSolveCore, Llt, Solve};
 use faer::{Mat, Side};
 
 use crate::error::{Error, Result, one_target_per_point, positive};
@@ -195,11 +195,7 @@ impl<'t> Data<'t> {
         let dim = points.dim();
         let mut rows = Vec::with_capacity(points.len() * dim);
         points.for_each(|_, x| rows.extend_from_slice(x));
-        Ok(Self {
-            rows,
-            dim,
-            targets,
-        })
+        Ok(Self { rows, dim, targets })
     }
 
     /// The number of observations t.
@@ -282,8 +278,8 @@ impl<'t> Data<'t> {
         let t = self.len();
         let d = self.dim;
         let noise_variance = noise_sd * noise_sd;
-        let rhs = Mat::<f64>::from_fn(t, 1, |i, _| self.targets[i]);
-        let alpha = factored.llt.solve(rhs.as_ref());
+        let mut alpha = Mat::<f64>::from_fn(t, 1, |i, _| self.targets[i]);
+        factored.llt.solve_in_place(alpha.as_mut());
         // K_y⁻¹ = L⁻ᵀL⁻¹ (faer forms it from the factor with triangular routines).
         let inverse = factored.llt.inverse();
         // Q = ααᵀ − K_y⁻¹; only the lower triangle and the diagonal are read.

@@ -54,4 +54,6 @@ pub use fit::{
     Fit, FitOptions, HyperParameter, LengthScales, Noise, OutputVariance, fit_hyperparameters,
 };
 pub use kernel::{FittedKernel, KernelFamily};
-pub use likelihood::{LikelihoodGradient, log_marginal_likelihood, log_marginal_likelihood_gradient};
+pub use likelihood::{
+    LikelihoodGradient, log_marginal_likelihood, log_marginal_likelihood_gradient,
+};
