@@ -419,7 +419,7 @@ mod tests {
             }
             assert_eq!(out[0], 1.3);
             // The tiny distance 10⁻³⁰⁰/0.3 is kept, not lost to underflow of its square.
-            let r = k.scaled_distance(&rows[3..6], &y);
+            let r = k.scaled_distance(&[1e-300, 0.5, -1.0], &[0.0, 0.5, -1.0]);
             assert!((r - 1e-300 / 0.3).abs() <= 1e-15 * r);
         }
     }
