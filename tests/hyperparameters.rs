@@ -102,7 +102,7 @@ impl Hyper {
         theta
     }
 
-    fn from_theta(&self, theta: &[f64]) -> Self {
+    fn at_theta(&self, theta: &[f64]) -> Self {
         let m = self.lengthscales.len();
         Self {
             lengthscales: theta[..m].iter().map(|v| v.exp()).collect(),
@@ -152,8 +152,8 @@ fn reference_gradient(fam: Fam, h: &Hyper, xs: &[Vec<f64>], ys: &[f64], step: f6
             let (mut up, mut down) = (theta.clone(), theta.clone());
             up[k] += step;
             down[k] -= step;
-            let fu = reference_loglik(fam, &h.from_theta(&up), xs, ys);
-            let fd = reference_loglik(fam, &h.from_theta(&down), xs, ys);
+            let fu = reference_loglik(fam, &h.at_theta(&up), xs, ys);
+            let fd = reference_loglik(fam, &h.at_theta(&down), xs, ys);
             (fu - fd) / (2.0 * step)
         })
         .collect()

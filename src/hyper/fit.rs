@@ -126,7 +126,8 @@ impl Default for FitOptions {
 fn check_interval(name: &'static str, (lo, hi): (f64, f64)) -> Result<()> {
     positive(name, lo)?;
     positive(name, hi)?;
-    if !(lo <= hi) {
+    // Both are finite and positive here, so the comparison is total.
+    if lo > hi {
         return Err(Error::InvalidParameter {
             name,
             value: lo,

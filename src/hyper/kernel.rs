@@ -234,8 +234,9 @@ impl FittedKernel {
         if sum_sq >= f64::MIN_POSITIVE || sum_sq.is_nan() {
             return sum_sq.sqrt();
         }
+        // `f64::max` skips NaN, and a NaN sum was returned above: largest is a number ≥ 0.
         let largest = scaled.clone().map(f64::abs).fold(0.0, f64::max);
-        if !(largest > 0.0) {
+        if largest == 0.0 {
             return largest;
         }
         let ratio_sq: f64 = scaled.map(|d| (d / largest) * (d / largest)).sum();

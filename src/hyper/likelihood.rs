@@ -105,7 +105,7 @@ pub fn log_marginal_likelihood<P: AsPoints + ?Sized>(
 /// let g = log_marginal_likelihood_gradient(&kernel, 0.1, &points, &targets)?;
 /// assert_eq!(g.log_lengthscales.len(), 2);
 /// // ∂/∂ ln s² against a central difference.
-/// let h = 1e-6;
+/// let h: f64 = 1e-6;
 /// let at = |s2: f64| -> kernel_bandits::Result<f64> {
 ///     let k = FittedKernel::per_dimension(KernelFamily::Matern { nu: 1.5 }, &[0.4, 0.8], s2)?;
 ///     kernel_bandits::hyper::log_marginal_likelihood(&k, 0.1, &points, &targets)
