@@ -45,6 +45,7 @@
 //! | [`kernel`] | [`Kernel`](kernel::Kernel) trait; RBF, Matérn of any ν ∈ (0, 100] (closed forms at 1/2, 3/2, 5/2), linear (Rasmussen & Williams 2006); output scale, sum, product, coordinate slices |
 //! | [`posterior`] | the exact GP posterior with incremental Cholesky factors and fixed arm sets; the Nyström-sketched posterior of Calandriello et al. (2019) and Zenati et al. (2022) |
 //! | [`bound`] | the confidence bounds above, all implementing [`ConfidenceBound`](bound::ConfidenceBound); [`BoundKind`](bound::BoundKind) builds any of them by name |
+//! | [`hyper`] | fitting ℓ, σ (and optionally s²) by the log marginal likelihood (Rasmussen & Williams 2006 Eq. 2.30, 5.9) on a warm-up set, and an empty bound from the fit |
 //! | [`agent`] | [`BanditAgent`](agent::BanditAgent), [`UcbAgent`](agent::UcbAgent), seeded [`RandomAgent`](agent::RandomAgent) |
 //! | [`env`](mod@env) | the synthetic RKHS bandit of Flynn & Reeb (2024) §7, the contextual environments of Zenati et al. (2022) §5, drifting rewards (Iwazaki & Takeno 2025 §6) |
 //! | [`nonstationary`] | R-PERP (Iwazaki & Takeno 2025, Alg. 1), restarting and sliding-window GP-UCB |

@@ -14,6 +14,7 @@ pub use crate::env::{
     SyntheticProblem,
 };
 pub use crate::error::Error;
+pub use crate::hyper::{Fit, FitOptions, FittedKernel, KernelFamily, fit_hyperparameters};
 pub use crate::kernel::{Kernel, KernelExt, Linear, Matern, Rbf};
 pub use crate::points::{AsPoints, ContextualArms, Points};
 pub use crate::posterior::ExactPosterior;
