@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kernel_bandits::Result;
-use kernel_bandits::bound::{BoundConfig, BoundKind};
+use kernel_bandits::bound::{AdaptiveNorm, AnyBound, BoundConfig, BoundKind};
+use kernel_bandits::hyper::{
+    FitOptions, KernelFamily, NoiseEstimate, NoiseVerdict, estimate_noise, fit_hyperparameters,
+};
 use kernel_bandits::prelude::*;
 
 use crate::Assumptions;
@@ -47,6 +50,24 @@ pub struct BoundsArgs {
     /// η for IGP-UCB (the paper's 2/T with T = 1000).
     #[arg(long, default_value_t = 0.002, allow_negative_numbers = true)]
     eta: f64,
+    /// Fit the length-scale ℓ and the noise σ by marginal likelihood (family from `--kernel`
+    /// and `--nu`, output scale 1) on the observations (the first `--warmup` rows if given),
+    /// print them to stderr and use them instead of `--lengthscale` and `--sigma`.
+    #[arg(long)]
+    fit: bool,
+    /// With `--fit`: fit on the first N rows and bound with the rest only. Without it the bound
+    /// reuses the rows it was fitted on and is an estimate, not a guaranteed bound (a warning
+    /// says so).
+    #[arg(long, requires = "fit")]
+    warmup: Option<usize>,
+    /// Start B at B0 and double it whenever the data refute it (dmm or cmm only; δ is split
+    /// over the doublings, which are printed to stderr). Replaces `--norm-bound`.
+    #[arg(long, allow_negative_numbers = true, conflicts_with = "norm_bound")]
+    adaptive_norm: Option<f64>,
+    /// Print estimates of the noise σ (from replicated inputs and from the residuals of a
+    /// kernel smoother) to stderr, and whether `--sigma` is plausible.
+    #[arg(long)]
+    check_noise: bool,
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
@@ -54,7 +75,7 @@ fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
     let lengthscale = || {
         args.lengthscale.ok_or_else(|| {
             format!(
-                "--lengthscale is required for the {} kernel",
+                "--lengthscale is required for the {} kernel (or fit it with --fit)",
                 args.kernel.tag()
             )
         })
@@ -67,15 +88,49 @@ fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
     })
 }
 
-fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn ConfidenceBound>> {
+/// The kernel family `--fit` fits: the radial kernel of `--kernel` and `--nu`.
+fn family(args: &BoundsArgs) -> std::result::Result<KernelFamily, String> {
+    if args.lengthscale.is_some() {
+        return Err("--lengthscale conflicts with --fit, which fits it".into());
+    }
+    match (args.kernel, args.kernel.smoothness(args.nu)?) {
+        (KernelName::Linear, _) => Err("--fit needs a radial kernel (rbf or matern)".into()),
+        (_, Some(nu)) => Ok(KernelFamily::Matern { nu }),
+        (_, None) => Ok(KernelFamily::Rbf),
+    }
+}
+
+/// The parameters of the command line, with σ replaced by `sigma` and B by `norm_bound`.
+fn params(args: &BoundsArgs, sigma: f64, norm_bound: f64) -> BoundParams {
     let mut params = args
         .assumptions
         .apply(BoundParams::new())
+        .sigma(sigma)
+        .norm_bound(norm_bound)
         .scale(args.scale)
         .eta(args.eta);
     if let Some(lambda) = args.lambda {
         params = params.lambda(lambda);
     }
+    params
+}
+
+/// The bound the command computes: as given, or with B doubled on refutation.
+enum Built {
+    Plain(AnyBound<Box<dyn Kernel>>),
+    Adaptive(AdaptiveNorm<AnyBound<Box<dyn Kernel>>>),
+}
+
+impl Built {
+    fn bound(&mut self) -> &mut dyn ConfidenceBound {
+        match self {
+            Self::Plain(b) => b,
+            Self::Adaptive(b) => b,
+        }
+    }
+}
+
+fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>, sigma: f64) -> Result<Built> {
     // K-UCB and the sketched bounds are not confidence bounds for given σ, B and δ.
     if !args.bound.is_exact() || args.bound == BoundKind::KUcb {
         return Err(Error::Unsupported {
@@ -85,8 +140,54 @@ fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>) -> Result<Box<dyn Confidenc
             ),
         });
     }
-    args.bound
-        .build_boxed(kernel, &BoundConfig::new().params(params))
+    let norm_bound = args.adaptive_norm.unwrap_or(args.assumptions.norm_bound);
+    let config = BoundConfig::new().params(params(args, sigma, norm_bound));
+    let bound = args.bound.build(kernel, &config)?;
+    Ok(match args.adaptive_norm {
+        None => Built::Plain(bound),
+        Some(_) => Built::Adaptive(AdaptiveNorm::new(bound)?),
+    })
+}
+
+/// What `--check-noise` prints: both estimates and the verdict on σ.
+fn report_noise(estimate: &NoiseEstimate, sigma: f64) {
+    match &estimate.replicates {
+        Some(r) => {
+            let verdict = match r.assess(sigma) {
+                Ok(NoiseVerdict::TooSmall) => {
+                    "below it: refuted (σ bounds the noise's standard deviation from above)"
+                }
+                Ok(NoiseVerdict::Plausible) => "inside it: plausible",
+                Ok(NoiseVerdict::Loose) => {
+                    "above it: valid if the noise is Gaussian-like, but loose"
+                }
+                Err(_) => "not comparable",
+            };
+            eprintln!(
+                "noise from {} replicated inputs ({} degrees of freedom): σ̂ = {:.6}, {:.0}% interval [{:.6}, {:.6}]; --sigma {sigma} is {verdict}",
+                r.groups,
+                r.degrees_of_freedom,
+                r.sigma,
+                100.0 * r.confidence,
+                r.interval.0,
+                r.interval.1
+            );
+        }
+        None => eprintln!("noise from replicates: no input is observed twice"),
+    }
+    if let Some(r) = &estimate.residual {
+        eprintln!(
+            "noise from smoother residuals (leave-one-out regulariser {:.3e}, {:.1} effective parameters): σ̂ = {:.6}{}",
+            r.regulariser,
+            r.effective_parameters,
+            r.sigma,
+            if r.at_search_edge {
+                " (regulariser at the edge of its range: the kernel does not suit these data, σ̂ means little)"
+            } else {
+                ""
+            }
+        );
+    }
 }
 
 /// The observations in `path`, which may be none.
@@ -165,8 +266,18 @@ fn header_only(path: &Path) -> std::result::Result<Option<usize>, String> {
 /// # Errors
 /// A one-line message naming the file and line where the problem is.
 pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
-    let kernel = kernel(args)?;
-    let mut bound = bound(args, kernel).map_err(|e| e.to_string())?;
+    let family = if args.fit { Some(family(args)?) } else { None };
+    if let Some(b) = args.adaptive_norm
+        && !(b.is_finite() && b > 0.0)
+    {
+        return Err(format!("--adaptive-norm {b} is not finite and positive"));
+    }
+    if args.adaptive_norm.is_some() && !matches!(args.bound, BoundKind::Dmm | BoundKind::Cmm) {
+        return Err(format!(
+            "--adaptive-norm needs dmm or cmm, whose diagnostics can refute B, not {}",
+            args.bound
+        ));
+    }
     let data = read_observations(&args.data)?;
     let query = table::read(&args.query)?;
     let (data_name, query_name) = (args.data.display(), args.query.display());
@@ -183,12 +294,78 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
             query.columns
         ));
     }
-    for i in 0..data.rows() {
-        let (x, y) = data.row(i).split_at(dim);
+    let inputs: Vec<Vec<f64>> = (0..data.rows())
+        .map(|i| data.row(i)[..dim].to_vec())
+        .collect();
+    let targets: Vec<f64> = (0..data.rows()).map(|i| data.row(i)[dim]).collect();
+    let (kernel, sigma, first) = match family {
+        None => (kernel(args)?, args.assumptions.sigma, 0),
+        Some(family) => {
+            let warmup = args.warmup.unwrap_or(data.rows());
+            if warmup < 2 || warmup > data.rows() {
+                return Err(format!(
+                    "--warmup {warmup}: need at least 2 and at most the {} observations of {data_name}",
+                    data.rows()
+                ));
+            }
+            let options = FitOptions::new().family(family);
+            let fit = fit_hyperparameters(&options, &inputs[..warmup], &targets[..warmup])
+                .map_err(|e| format!("--fit on the first {warmup} rows of {data_name}: {e}"))?;
+            eprintln!(
+                "fitted on {warmup} observations: lengthscale = {}, sigma = {}, log marginal likelihood = {:.6}{}",
+                fit.lengthscales()[0],
+                fit.noise_sd(),
+                fit.log_likelihood(),
+                if fit.on_box_edge() {
+                    " (a parameter is at the edge of its search box)"
+                } else {
+                    ""
+                }
+            );
+            if args.warmup.is_none() {
+                eprintln!(
+                    "warning: the bound reuses the observations ℓ and σ were fitted on, so its \
+                     values are estimates, not guaranteed bounds; --warmup N fits on the first \
+                     N rows and bounds with the rest"
+                );
+            }
+            let first = if args.warmup.is_some() { warmup } else { 0 };
+            let sigma = fit.noise_sd();
+            (Box::new(fit.into_kernel()) as Box<dyn Kernel>, sigma, first)
+        }
+    };
+    if args.check_noise {
+        let estimate = estimate_noise(&kernel, &inputs, &targets, 0.95)
+            .map_err(|e| format!("--check-noise on {data_name}: {e}"))?;
+        report_noise(&estimate, sigma);
+    }
+    let mut built = bound(args, kernel, sigma).map_err(|e| e.to_string())?;
+    let bound = built.bound();
+    for i in first..data.rows() {
         bound
-            .observe(x, y[0])
+            .observe(&inputs[i], targets[i])
             .map_err(|e| format!("{data_name}:{}: {e}", data.lines[i]))?;
     }
+    if let Built::Adaptive(adaptive) = &built {
+        for d in adaptive.doublings() {
+            eprintln!(
+                "B refuted after the bound's {}th observation: {} -> {} (δ {} -> {})",
+                d.observations, d.old_norm, d.new_norm, d.old_delta, d.delta
+            );
+        }
+        eprintln!(
+            "B = {} (level {}, δ = {}){}",
+            adaptive.norm_bound(),
+            adaptive.level(),
+            adaptive.delta(),
+            if adaptive.exhausted().is_some() {
+                "; the doubling cap was reached and the confidence set is still empty"
+            } else {
+                ""
+            }
+        );
+    }
+    let bound = built.bound();
     let points = Points::from_row_major(&query.values, dim).map_err(|e| e.to_string())?;
     let bounds = bound.evaluate(&points).map_err(|e| match e {
         Error::NotPositiveDefinite { row, .. } => {

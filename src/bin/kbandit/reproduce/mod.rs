@@ -11,6 +11,7 @@ mod variance;
 // Issue 19: batches (GP-UCB-PE) and continuous selection.
 mod batch;
 mod select_in;
+mod unknown;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -41,6 +42,9 @@ pub enum Experiment {
     Batch(batch::BatchArgs),
     /// How close `select_in`'s UCB comes to the best of a dense uniform sample, and its time per call.
     SelectIn(select_in::SelectInArgs),
+    /// Flynn & Reeb 2024 App. F.3 with σ, B and ℓ unknown: loose values, B doubled by
+    /// refutation, ℓ and σ fitted on a warm-up; regret and coverage.
+    Unknown(unknown::UnknownArgs),
 }
 
 /// Runs one experiment.
@@ -55,6 +59,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Variance(args) => variance::run(args),
         Experiment::Batch(args) => batch::run(args),
         Experiment::SelectIn(args) => select_in::run(args),
+        Experiment::Unknown(args) => unknown::run(args),
     }
 }
 
