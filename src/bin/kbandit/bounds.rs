@@ -349,7 +349,7 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
     if let Built::Adaptive(adaptive) = &built {
         for d in adaptive.doublings() {
             eprintln!(
-                "B refuted after the bound's {}th observation: {} -> {} (δ {} -> {})",
+                "B refuted after {} observations in the bound: {} -> {} (δ {} -> {})",
                 d.observations, d.old_norm, d.new_norm, d.old_delta, d.delta
             );
         }
