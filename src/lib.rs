@@ -113,3 +113,7 @@ struct GuideDoctests;
 #[cfg(doctest)]
 #[doc = include_str!("../docs/continuous.md")]
 struct ContinuousDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../docs/unknown.md")]
+struct UnknownDoctests;
