@@ -895,3 +895,58 @@ fn warm_up_helper_returns_an_empty_bound_with_the_fitted_sigma() {
         assert_ne!(a.ucb, c.ucb, "{kind}");
     }
 }
+
+/// Structured warm-up data (exact duplicates, a 10⁻⁷ cluster, spread points) rescaled: the
+/// default boxes are relative to the data (D and s_y), so fitting c_y·y at c_x·x must give
+/// c_x·ℓ, c_y·σ and c_y²·s² — up to the refinement's tolerance, as PANOC works in the unit
+/// cube of the box and sees the same problem up to rounding and an additive constant.
+#[test]
+fn fit_is_equivariant_under_rescaling_of_inputs_and_targets() {
+    let mut r = rng(51);
+    let mut xs = uniform_points(&mut r, 25, 2);
+    for i in 0..5 {
+        xs.push(xs[i].clone());
+    }
+    for _ in 0..6 {
+        xs.push(vec![
+            0.3 + 1e-7 * r.random::<f64>(),
+            0.7 + 1e-7 * r.random::<f64>(),
+        ]);
+    }
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|x| (3.0 * x[0]).sin() * x[1] + 0.1 * r.sample::<f64, _>(StandardNormal))
+        .collect();
+    let options = FitOptions::new()
+        .family(KernelFamily::Matern { nu: 1.5 })
+        .lengthscales(LengthScales::PerDimension)
+        .variance(OutputVariance::Fitted);
+    let base = fit_hyperparameters(&options, &xs, &ys).unwrap();
+    for (cx, cy) in [(1.0, 1e-6), (1.0, 1e6), (1e-3, 1.0), (1e3, 1e4)] {
+        let sx: Vec<Vec<f64>> = xs
+            .iter()
+            .map(|x| x.iter().map(|v| v * cx).collect())
+            .collect();
+        let sy: Vec<f64> = ys.iter().map(|y| y * cy).collect();
+        let fit = fit_hyperparameters(&options, &sx, &sy).unwrap();
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() <= 1e-3;
+        for (l, l0) in fit.lengthscales().iter().zip(base.lengthscales()) {
+            assert!(close(*l, cx * l0), "c = ({cx}, {cy}): ℓ {l} vs {}", cx * l0);
+        }
+        assert!(
+            close(fit.noise_sd(), cy * base.noise_sd()),
+            "c = ({cx}, {cy}): σ"
+        );
+        assert!(
+            close(fit.variance(), cy * cy * base.variance()),
+            "c = ({cx}, {cy}): s²"
+        );
+        // ln p shifts by −t ln c_y − 0 (the x scale cancels).
+        let shift = -(xs.len() as f64) * cy.ln();
+        assert!(
+            (fit.log_likelihood() - base.log_likelihood() - shift).abs()
+                <= 1e-6 * (1.0 + shift.abs()),
+            "c = ({cx}, {cy}): ln p"
+        );
+    }
+}
