@@ -407,11 +407,11 @@ fn relative_error(estimate: f64, truth: f64) -> f64 {
 
 /// Shared ℓ and σ, s² fixed at the true 1.
 ///
-/// Tolerances: σ within 15 %, ℓ within 30 %. At n = 300–400 the maximum-likelihood σ has a
-/// relative standard error of about 1/√(2n) ≈ 4 % inflated by the confounding with f (a
-/// factor ≲ 2 at these length-scales), so 15 % is more than 3 standard errors; the relative
-/// standard error of ℓ (fixed s², Matérn 5/2 / RBF on the unit cube, a few length-scales
-/// across) is of order 10 %, so 30 % is about 3 of them. Three seeds each.
+/// Tolerances: σ within 12 %, ℓ within 25 %. At n = 300–400 the maximum-likelihood σ has a
+/// relative standard error of about 1/√(2n) ≈ 4 %, inflated a little by the confounding with
+/// f, so 12 % is about 3 standard errors; the relative spread of ℓ (fixed s², a few
+/// length-scales across the unit cube) is of order 5–8 %, and 25 % is 3 or more of those.
+/// Observed over these nine draws: ℓ within 7.7 %, σ within 6.6 %. Three seeds each.
 #[test]
 fn recovers_shared_lengthscale_and_noise_from_gp_draws() {
     let configs = [
@@ -427,7 +427,7 @@ fn recovers_shared_lengthscale_and_noise_from_gp_draws() {
             let fit = fit_hyperparameters(&options, &xs, &ys).unwrap();
             let (l_hat, sigma_hat) = (fit.lengthscales()[0], fit.noise_sd());
             assert!(
-                relative_error(l_hat, l) <= 0.30 && relative_error(sigma_hat, 0.1) <= 0.15,
+                relative_error(l_hat, l) <= 0.25 && relative_error(sigma_hat, 0.1) <= 0.12,
                 "{fam:?} d = {d} seed {seed}: ℓ̂ = {l_hat} (ℓ = {l}), σ̂ = {sigma_hat} (σ = 0.1)"
             );
             assert_eq!(fit.variance(), 1.0);
@@ -444,8 +444,8 @@ fn recovers_shared_lengthscale_and_noise_from_gp_draws() {
 }
 
 /// One length-scale per coordinate on an anisotropic draw (ℓ = (0.15, 0.6), Matérn 5/2,
-/// n = 400): each within 30 % (the longer one is 1.7 length-scales across the cube, the least
-/// determined quantity here), σ within 15 %.
+/// n = 400): each within 25 % (the longer one is 1.7 length-scales across the cube, the least
+/// determined quantity here; observed 3.7 % and 8.6 %), σ within 12 % (observed 1.7 %).
 #[test]
 fn recovers_per_dimension_lengthscales_from_an_anisotropic_draw() {
     for seed in [4, 5] {
@@ -458,9 +458,9 @@ fn recovers_per_dimension_lengthscales_from_an_anisotropic_draw() {
         let ls = fit.lengthscales();
         assert_eq!(ls.len(), 2);
         assert!(
-            relative_error(ls[0], 0.15) <= 0.3
-                && relative_error(ls[1], 0.6) <= 0.3
-                && relative_error(fit.noise_sd(), 0.1) <= 0.15,
+            relative_error(ls[0], 0.15) <= 0.25
+                && relative_error(ls[1], 0.6) <= 0.25
+                && relative_error(fit.noise_sd(), 0.1) <= 0.12,
             "seed {seed}: ℓ̂ = {ls:?}, σ̂ = {}",
             fit.noise_sd()
         );
