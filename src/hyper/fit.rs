@@ -700,3 +700,52 @@ fn parameterise(options: &FitOptions, data: &Data<'_>) -> Result<Parameterisatio
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::points::AsPoints;
+
+    /// The default boxes of the documentation table, from the data's ranges and RMS.
+    #[test]
+    fn default_boxes_follow_the_data() {
+        // Ranges D₀ = 2, D₁ = 0 (a constant coordinate); s_y = √((9 + 16)/2) = √12.5.
+        let xs = [[1.0, 5.0], [3.0, 5.0]];
+        let ys = [3.0, -4.0];
+        let points = xs.as_points().unwrap();
+        let data = Data::from_points(&points, &ys).unwrap();
+        let rms = 12.5f64.sqrt();
+
+        let p = parameterise(&FitOptions::new(), &data).unwrap();
+        assert_eq!(p.original[0], (0.02, 20.0));
+        assert_eq!(p.original[1], (1.0, 1.0));
+        let floor = (1e-4 * rms).max(1e-5);
+        assert_eq!(p.original[2], (floor, 3.0 * rms));
+        assert_eq!(p.free, [true, false, true]);
+        let (lo, hi) = (p.domain.lo(), p.domain.hi());
+        assert_eq!((lo[0], hi[0]), (0.02f64.ln(), 20f64.ln()));
+        assert_eq!((lo[2], hi[2]), (2.0 * floor.ln(), 2.0 * (3.0 * rms).ln()));
+
+        // Per dimension, the constant coordinate borrows the largest range; a fitted s² gets
+        // [10⁻² s_y², 10² s_y²], and the σ floor follows its upper end.
+        let options = FitOptions::new()
+            .lengthscales(LengthScales::PerDimension)
+            .variance(OutputVariance::Fitted)
+            .noise(Noise::Fixed(0.3));
+        let p = parameterise(&options, &data).unwrap();
+        assert_eq!(p.original[..2], [(0.02, 20.0), (0.02, 20.0)]);
+        let (v_lo, v_hi) = p.original[2];
+        assert!((v_lo - 0.125).abs() < 1e-15 && (v_hi - 1250.0).abs() < 1e-12);
+        assert_eq!(p.original[3], (0.3, 0.3));
+        assert_eq!(p.free, [true, true, true, false]);
+        let (kernel, sigma) = p.at(p.domain.lo()).unwrap();
+        assert_eq!(sigma, 0.3); // the fixed value exactly, not exp(ln 0.3)
+        assert_eq!(kernel.lengthscales(), [0.02, 0.02]);
+
+        let options = FitOptions::new()
+            .noise(Noise::Fitted)
+            .variance(OutputVariance::Fitted);
+        let p = parameterise(&options, &data).unwrap();
+        assert_eq!(p.original[2].0, (1e-4 * rms).max(1e-5 * 1250f64.sqrt()));
+    }
+}
