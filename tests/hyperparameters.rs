@@ -592,6 +592,16 @@ fn same_seed_same_fit_and_default_noise_floor() {
         assert!(a.at_lower().contains(&HyperParameter::NoiseSd));
     }
     assert!(a.evaluations() > 32);
+    // The seed scrambles the starts: one start and one iteration show it.
+    let one = options.starts(1).refinements(1).refine_options(
+        kernel_bandits::continuous::RefineOptions {
+            max_iterations: 1,
+            ..Default::default()
+        },
+    );
+    let c = fit_hyperparameters(&one, &xs, &ys).unwrap();
+    let d = fit_hyperparameters(&one.seed(10), &xs, &ys).unwrap();
+    assert_ne!(c.lengthscales(), d.lengthscales());
 }
 
 // ---------------------------------------------------------------------------------------------

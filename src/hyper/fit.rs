@@ -489,6 +489,11 @@ fn bounds_or(
 /// observation with its analytic gradient ([`super::log_marginal_likelihood_gradient`]); the
 /// best result is returned. Deterministic for a given seed.
 ///
+/// Cost: each start costs one Cholesky factor (t³/3 flops), each refinement step also K⁻¹ and
+/// t²/2 kernel gradients. Measured (`benches/hyper.rs`, d = 3, Matérn 5/2, default options, one
+/// core of an AMD EPYC): 9 ms at t = 50 and 0.12 s at t = 200; the likelihood with its
+/// gradient alone takes 0.08 ms, 2.2 ms and 19 ms at t = 50, 200 and 500.
+///
 /// The targets are fitted as given, under a **zero prior mean**: the confidence bounds assume
 /// f in the RKHS of the kernel with no mean term, so centring y here would fit a model the
 /// bound does not use. Subtract a known offset from the targets before both fitting and
