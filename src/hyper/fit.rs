@@ -9,6 +9,16 @@ use super::likelihood::{Data, check_noise_sd};
 use super::{FittedKernel, KernelFamily};
 
 /// Whether the length-scale is shared by every coordinate or fitted per coordinate.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FitOptions, LengthScales, fit_hyperparameters};
+/// let xs = [[0.0, 0.0], [0.5, 0.1], [0.2, 0.9], [0.9, 0.6], [0.4, 0.4]];
+/// let ys = [0.1, 0.5, -0.2, 0.3, 0.2];
+/// let options = FitOptions::new().lengthscales(LengthScales::PerDimension);
+/// assert_eq!(fit_hyperparameters(&options, &xs, &ys)?.lengthscales().len(), 2);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LengthScales {
     /// One ℓ for every coordinate (isotropic).
@@ -20,6 +30,19 @@ pub enum LengthScales {
 }
 
 /// The output variance s² = k(x, x): held fixed or fitted.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FitOptions, Noise, OutputVariance, fit_hyperparameters};
+/// let xs = [[0.0], [0.25], [0.5], [0.75], [1.0]];
+/// let ys = [0.0, 2.0, 0.1, -1.9, 0.0];
+/// let fixed = fit_hyperparameters(&FitOptions::new(), &xs, &ys)?;
+/// assert_eq!(fixed.variance(), 1.0); // the default
+/// let options = FitOptions::new().variance(OutputVariance::Fitted).noise(Noise::Fixed(0.1));
+/// let fitted = fit_hyperparameters(&options, &xs, &ys)?;
+/// assert!(fitted.variance() > 1.0 && fitted.noise_sd() == 0.1);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OutputVariance {
     /// Held at this value (default 1, which the confidence bounds assume).
@@ -34,7 +57,8 @@ impl Default for OutputVariance {
     }
 }
 
-/// The noise standard deviation σ: held fixed or fitted.
+/// The noise standard deviation σ: held fixed or fitted (see [`OutputVariance`] for an
+/// example).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Noise {
     /// Held at this value.
@@ -46,6 +70,24 @@ pub enum Noise {
 
 /// One hyperparameter, to name those that ended on an edge of their box ([`Fit::at_lower`],
 /// [`Fit::at_upper`]).
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FitOptions, HyperParameter, Noise, fit_hyperparameters};
+/// let xs = [[0.0], [0.25], [0.5], [0.75], [1.0]];
+/// let ys = [0.0, 2.0, 0.1, -1.9, 0.0];
+/// // ℓ held at 1 (lo = hi: fixed, never reported) cannot follow the oscillation, so the data
+/// // need much more noise than the box allows: σ ends on its upper edge.
+/// let options = FitOptions::new()
+///     .lengthscale_bounds(1.0, 1.0)
+///     .noise(Noise::Fitted)
+///     .noise_bounds(1e-3, 2e-3);
+/// let fit = fit_hyperparameters(&options, &xs, &ys)?;
+/// assert_eq!(fit.at_upper(), [HyperParameter::NoiseSd]);
+/// assert_eq!(fit.noise_sd(), 2e-3);
+/// assert!(fit.at_lower().is_empty());
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HyperParameter {
     /// The length-scale of this coordinate (0 for a shared length-scale).
@@ -424,19 +466,20 @@ impl Parameterisation {
     /// The kernel and σ at log-parameters θ.
     fn at(&self, theta: &[f64]) -> Result<(FittedKernel, f64)> {
         let m = self.lengthscale_count();
-        let value = |i: usize| {
+        // exp(θ/power), the box's own bounds exactly where θ is on an edge of the log box.
+        let value = |i: usize, power: f64| {
             let (lo, hi) = self.original[i];
-            theta[i].exp().clamp(lo, hi)
-        };
-        let lengthscales: Vec<f64> = (0..m).map(value).collect();
-        let variance = self.fixed_variance.unwrap_or_else(|| value(m));
-        let noise_sd = match self.fixed_noise {
-            Some(sigma) => sigma,
-            None => {
-                let (lo, hi) = self.original[m + 1];
-                (0.5 * theta[m + 1]).exp().clamp(lo, hi)
+            if theta[i] <= self.domain.lo()[i] {
+                lo
+            } else if theta[i] >= self.domain.hi()[i] {
+                hi
+            } else {
+                (theta[i] / power).exp().clamp(lo, hi)
             }
         };
+        let lengthscales: Vec<f64> = (0..m).map(|i| value(i, 1.0)).collect();
+        let variance = self.fixed_variance.unwrap_or_else(|| value(m, 1.0));
+        let noise_sd = self.fixed_noise.unwrap_or_else(|| value(m + 1, 2.0));
         let kernel = if self.per_dimension {
             FittedKernel::per_dimension(self.family, &lengthscales, variance)?
         } else {
