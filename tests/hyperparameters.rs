@@ -407,11 +407,11 @@ fn relative_error(estimate: f64, truth: f64) -> f64 {
 
 /// Shared ℓ and σ, s² fixed at the true 1.
 ///
-/// Tolerances: σ within 15 %, ℓ within 30 %. At n = 300–400 the maximum-likelihood σ has a
-/// relative standard error of about 1/√(2n) ≈ 4 % inflated by the confounding with f (a
-/// factor ≲ 2 at these length-scales), so 15 % is more than 3 standard errors; the relative
-/// standard error of ℓ (fixed s², Matérn 5/2 / RBF on the unit cube, a few length-scales
-/// across) is of order 10 %, so 30 % is about 3 of them. Three seeds each.
+/// Tolerances: σ within 12 %, ℓ within 25 %. At n = 300–400 the maximum-likelihood σ has a
+/// relative standard error of about 1/√(2n) ≈ 4 %, inflated a little by the confounding with
+/// f, so 12 % is about 3 standard errors; the relative spread of ℓ (fixed s², a few
+/// length-scales across the unit cube) is of order 5–8 %, and 25 % is 3 or more of those.
+/// Observed over these nine draws: ℓ within 7.7 %, σ within 6.6 %. Three seeds each.
 #[test]
 fn recovers_shared_lengthscale_and_noise_from_gp_draws() {
     let configs = [
@@ -427,7 +427,7 @@ fn recovers_shared_lengthscale_and_noise_from_gp_draws() {
             let fit = fit_hyperparameters(&options, &xs, &ys).unwrap();
             let (l_hat, sigma_hat) = (fit.lengthscales()[0], fit.noise_sd());
             assert!(
-                relative_error(l_hat, l) <= 0.30 && relative_error(sigma_hat, 0.1) <= 0.15,
+                relative_error(l_hat, l) <= 0.25 && relative_error(sigma_hat, 0.1) <= 0.12,
                 "{fam:?} d = {d} seed {seed}: ℓ̂ = {l_hat} (ℓ = {l}), σ̂ = {sigma_hat} (σ = 0.1)"
             );
             assert_eq!(fit.variance(), 1.0);
@@ -444,8 +444,8 @@ fn recovers_shared_lengthscale_and_noise_from_gp_draws() {
 }
 
 /// One length-scale per coordinate on an anisotropic draw (ℓ = (0.15, 0.6), Matérn 5/2,
-/// n = 400): each within 30 % (the longer one is 1.7 length-scales across the cube, the least
-/// determined quantity here), σ within 15 %.
+/// n = 400): each within 25 % (the longer one is 1.7 length-scales across the cube, the least
+/// determined quantity here; observed 3.7 % and 8.6 %), σ within 12 % (observed 1.7 %).
 #[test]
 fn recovers_per_dimension_lengthscales_from_an_anisotropic_draw() {
     for seed in [4, 5] {
@@ -458,9 +458,9 @@ fn recovers_per_dimension_lengthscales_from_an_anisotropic_draw() {
         let ls = fit.lengthscales();
         assert_eq!(ls.len(), 2);
         assert!(
-            relative_error(ls[0], 0.15) <= 0.3
-                && relative_error(ls[1], 0.6) <= 0.3
-                && relative_error(fit.noise_sd(), 0.1) <= 0.15,
+            relative_error(ls[0], 0.15) <= 0.25
+                && relative_error(ls[1], 0.6) <= 0.25
+                && relative_error(fit.noise_sd(), 0.1) <= 0.12,
             "seed {seed}: ℓ̂ = {ls:?}, σ̂ = {}",
             fit.noise_sd()
         );
@@ -592,6 +592,16 @@ fn same_seed_same_fit_and_default_noise_floor() {
         assert!(a.at_lower().contains(&HyperParameter::NoiseSd));
     }
     assert!(a.evaluations() > 32);
+    // The seed scrambles the starts: one start and one iteration show it.
+    let one = options.starts(1).refinements(1).refine_options(
+        kernel_bandits::continuous::RefineOptions {
+            max_iterations: 1,
+            ..Default::default()
+        },
+    );
+    let c = fit_hyperparameters(&one, &xs, &ys).unwrap();
+    let d = fit_hyperparameters(&one.seed(10), &xs, &ys).unwrap();
+    assert_ne!(c.lengthscales(), d.lengthscales());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -893,5 +903,60 @@ fn warm_up_helper_returns_an_empty_bound_with_the_fitted_sigma() {
         );
         assert_eq!(a, b, "{kind}");
         assert_ne!(a.ucb, c.ucb, "{kind}");
+    }
+}
+
+/// Structured warm-up data (exact duplicates, a 10⁻⁷ cluster, spread points) rescaled: the
+/// default boxes are relative to the data (D and s_y), so fitting c_y·y at c_x·x must give
+/// c_x·ℓ, c_y·σ and c_y²·s² — up to the refinement's tolerance, as PANOC works in the unit
+/// cube of the box and sees the same problem up to rounding and an additive constant.
+#[test]
+fn fit_is_equivariant_under_rescaling_of_inputs_and_targets() {
+    let mut r = rng(51);
+    let mut xs = uniform_points(&mut r, 25, 2);
+    for i in 0..5 {
+        xs.push(xs[i].clone());
+    }
+    for _ in 0..6 {
+        xs.push(vec![
+            0.3 + 1e-7 * r.random::<f64>(),
+            0.7 + 1e-7 * r.random::<f64>(),
+        ]);
+    }
+    let ys: Vec<f64> = xs
+        .iter()
+        .map(|x| (3.0 * x[0]).sin() * x[1] + 0.1 * r.sample::<f64, _>(StandardNormal))
+        .collect();
+    let options = FitOptions::new()
+        .family(KernelFamily::Matern { nu: 1.5 })
+        .lengthscales(LengthScales::PerDimension)
+        .variance(OutputVariance::Fitted);
+    let base = fit_hyperparameters(&options, &xs, &ys).unwrap();
+    for (cx, cy) in [(1.0, 1e-6), (1.0, 1e6), (1e-3, 1.0), (1e3, 1e4)] {
+        let sx: Vec<Vec<f64>> = xs
+            .iter()
+            .map(|x| x.iter().map(|v| v * cx).collect())
+            .collect();
+        let sy: Vec<f64> = ys.iter().map(|y| y * cy).collect();
+        let fit = fit_hyperparameters(&options, &sx, &sy).unwrap();
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() <= 1e-3;
+        for (l, l0) in fit.lengthscales().iter().zip(base.lengthscales()) {
+            assert!(close(*l, cx * l0), "c = ({cx}, {cy}): ℓ {l} vs {}", cx * l0);
+        }
+        assert!(
+            close(fit.noise_sd(), cy * base.noise_sd()),
+            "c = ({cx}, {cy}): σ"
+        );
+        assert!(
+            close(fit.variance(), cy * cy * base.variance()),
+            "c = ({cx}, {cy}): s²"
+        );
+        // ln p shifts by −t ln c_y − 0 (the x scale cancels).
+        let shift = -(xs.len() as f64) * cy.ln();
+        assert!(
+            (fit.log_likelihood() - base.log_likelihood() - shift).abs()
+                <= 1e-6 * (1.0 + shift.abs()),
+            "c = ({cx}, {cy}): ln p"
+        );
     }
 }

@@ -9,6 +9,16 @@ use super::likelihood::{Data, check_noise_sd};
 use super::{FittedKernel, KernelFamily};
 
 /// Whether the length-scale is shared by every coordinate or fitted per coordinate.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FitOptions, LengthScales, fit_hyperparameters};
+/// let xs = [[0.0, 0.0], [0.5, 0.1], [0.2, 0.9], [0.9, 0.6], [0.4, 0.4]];
+/// let ys = [0.1, 0.5, -0.2, 0.3, 0.2];
+/// let options = FitOptions::new().lengthscales(LengthScales::PerDimension);
+/// assert_eq!(fit_hyperparameters(&options, &xs, &ys)?.lengthscales().len(), 2);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LengthScales {
     /// One ℓ for every coordinate (isotropic).
@@ -20,6 +30,19 @@ pub enum LengthScales {
 }
 
 /// The output variance s² = k(x, x): held fixed or fitted.
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FitOptions, Noise, OutputVariance, fit_hyperparameters};
+/// let xs = [[0.0], [0.25], [0.5], [0.75], [1.0]];
+/// let ys = [0.0, 2.0, 0.1, -1.9, 0.0];
+/// let fixed = fit_hyperparameters(&FitOptions::new(), &xs, &ys)?;
+/// assert_eq!(fixed.variance(), 1.0); // the default
+/// let options = FitOptions::new().variance(OutputVariance::Fitted).noise(Noise::Fixed(0.1));
+/// let fitted = fit_hyperparameters(&options, &xs, &ys)?;
+/// assert!(fitted.variance() > 1.0 && fitted.noise_sd() == 0.1);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum OutputVariance {
     /// Held at this value (default 1, which the confidence bounds assume).
@@ -34,7 +57,8 @@ impl Default for OutputVariance {
     }
 }
 
-/// The noise standard deviation σ: held fixed or fitted.
+/// The noise standard deviation σ: held fixed or fitted (see [`OutputVariance`] for an
+/// example).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Noise {
     /// Held at this value.
@@ -46,6 +70,24 @@ pub enum Noise {
 
 /// One hyperparameter, to name those that ended on an edge of their box ([`Fit::at_lower`],
 /// [`Fit::at_upper`]).
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FitOptions, HyperParameter, Noise, fit_hyperparameters};
+/// let xs = [[0.0], [0.25], [0.5], [0.75], [1.0]];
+/// let ys = [0.0, 2.0, 0.1, -1.9, 0.0];
+/// // ℓ held at 1 (lo = hi: fixed, never reported) cannot follow the oscillation, so the data
+/// // need much more noise than the box allows: σ ends on its upper edge.
+/// let options = FitOptions::new()
+///     .lengthscale_bounds(1.0, 1.0)
+///     .noise(Noise::Fitted)
+///     .noise_bounds(1e-3, 2e-3);
+/// let fit = fit_hyperparameters(&options, &xs, &ys)?;
+/// assert_eq!(fit.at_upper(), [HyperParameter::NoiseSd]);
+/// assert_eq!(fit.noise_sd(), 2e-3);
+/// assert!(fit.at_lower().is_empty());
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HyperParameter {
     /// The length-scale of this coordinate (0 for a shared length-scale).
@@ -424,19 +466,20 @@ impl Parameterisation {
     /// The kernel and σ at log-parameters θ.
     fn at(&self, theta: &[f64]) -> Result<(FittedKernel, f64)> {
         let m = self.lengthscale_count();
-        let value = |i: usize| {
+        // exp(θ/power), the box's own bounds exactly where θ is on an edge of the log box.
+        let value = |i: usize, power: f64| {
             let (lo, hi) = self.original[i];
-            theta[i].exp().clamp(lo, hi)
-        };
-        let lengthscales: Vec<f64> = (0..m).map(value).collect();
-        let variance = self.fixed_variance.unwrap_or_else(|| value(m));
-        let noise_sd = match self.fixed_noise {
-            Some(sigma) => sigma,
-            None => {
-                let (lo, hi) = self.original[m + 1];
-                (0.5 * theta[m + 1]).exp().clamp(lo, hi)
+            if theta[i] <= self.domain.lo()[i] {
+                lo
+            } else if theta[i] >= self.domain.hi()[i] {
+                hi
+            } else {
+                (theta[i] / power).exp().clamp(lo, hi)
             }
         };
+        let lengthscales: Vec<f64> = (0..m).map(|i| value(i, 1.0)).collect();
+        let variance = self.fixed_variance.unwrap_or_else(|| value(m, 1.0));
+        let noise_sd = self.fixed_noise.unwrap_or_else(|| value(m + 1, 2.0));
         let kernel = if self.per_dimension {
             FittedKernel::per_dimension(self.family, &lengthscales, variance)?
         } else {
@@ -488,6 +531,11 @@ fn bounds_or(
 /// with [`maximise`] (PANOC, box-constrained quasi-Newton) on the mean log-likelihood per
 /// observation with its analytic gradient ([`super::log_marginal_likelihood_gradient`]); the
 /// best result is returned. Deterministic for a given seed.
+///
+/// Cost: each start costs one Cholesky factor (t³/3 flops), each refinement step also K⁻¹ and
+/// t²/2 kernel gradients. Measured (`benches/hyper.rs`, d = 3, Matérn 5/2, default options, one
+/// core of an AMD EPYC): 9 ms at t = 50 and 0.12 s at t = 200; the likelihood with its
+/// gradient alone takes 0.08 ms, 2.2 ms and 19 ms at t = 50, 200 and 500.
 ///
 /// The targets are fitted as given, under a **zero prior mean**: the confidence bounds assume
 /// f in the RKHS of the kernel with no mean term, so centring y here would fit a model the
@@ -699,4 +747,53 @@ fn parameterise(options: &FitOptions, data: &Data<'_>) -> Result<Parameterisatio
             Noise::Fitted => None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::points::AsPoints;
+
+    /// The default boxes of the documentation table, from the data's ranges and RMS.
+    #[test]
+    fn default_boxes_follow_the_data() {
+        // Ranges D₀ = 2, D₁ = 0 (a constant coordinate); s_y = √((9 + 16)/2) = √12.5.
+        let xs = [[1.0, 5.0], [3.0, 5.0]];
+        let ys = [3.0, -4.0];
+        let points = xs.as_points().unwrap();
+        let data = Data::from_points(&points, &ys).unwrap();
+        let rms = 12.5f64.sqrt();
+
+        let p = parameterise(&FitOptions::new(), &data).unwrap();
+        assert_eq!(p.original[0], (0.02, 20.0));
+        assert_eq!(p.original[1], (1.0, 1.0));
+        let floor = (1e-4 * rms).max(1e-5);
+        assert_eq!(p.original[2], (floor, 3.0 * rms));
+        assert_eq!(p.free, [true, false, true]);
+        let (lo, hi) = (p.domain.lo(), p.domain.hi());
+        assert_eq!((lo[0], hi[0]), (0.02f64.ln(), 20f64.ln()));
+        assert_eq!((lo[2], hi[2]), (2.0 * floor.ln(), 2.0 * (3.0 * rms).ln()));
+
+        // Per dimension, the constant coordinate borrows the largest range; a fitted s² gets
+        // [10⁻² s_y², 10² s_y²], and the σ floor follows its upper end.
+        let options = FitOptions::new()
+            .lengthscales(LengthScales::PerDimension)
+            .variance(OutputVariance::Fitted)
+            .noise(Noise::Fixed(0.3));
+        let p = parameterise(&options, &data).unwrap();
+        assert_eq!(p.original[..2], [(0.02, 20.0), (0.02, 20.0)]);
+        let (v_lo, v_hi) = p.original[2];
+        assert!((v_lo - 0.125).abs() < 1e-15 && (v_hi - 1250.0).abs() < 1e-12);
+        assert_eq!(p.original[3], (0.3, 0.3));
+        assert_eq!(p.free, [true, true, true, false]);
+        let (kernel, sigma) = p.at(p.domain.lo()).unwrap();
+        assert_eq!(sigma, 0.3); // the fixed value exactly, not exp(ln 0.3)
+        assert_eq!(kernel.lengthscales(), [0.02, 0.02]);
+
+        let options = FitOptions::new()
+            .noise(Noise::Fitted)
+            .variance(OutputVariance::Fitted);
+        let p = parameterise(&options, &data).unwrap();
+        assert_eq!(p.original[2].0, (1e-4 * rms).max(1e-5 * 1250f64.sqrt()));
+    }
 }

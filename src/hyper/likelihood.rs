@@ -18,6 +18,19 @@ const LN_2PI: f64 = 1.837_877_066_409_345_5;
 ///
 /// With K_y = K + σ²I, α = K_y⁻¹y and ∂K_y/∂θ (Rasmussen & Williams 2006 Eq. 5.9):
 /// ∂ ln p(y)/∂θ = ½ tr((ααᵀ − K_y⁻¹) ∂K_y/∂θ), for θ = ln ℓᵢ, ln s² and ln σ².
+///
+/// # Examples
+/// ```
+/// use kernel_bandits::hyper::{FittedKernel, KernelFamily, log_marginal_likelihood_gradient};
+/// // One point: ln p = −½ y²/v − ½ ln v − ½ ln 2π with v = s² + σ², so
+/// // ∂/∂ ln σ² = ½ σ² (y²/v² − 1/v), and ℓ has no effect.
+/// let kernel = FittedKernel::shared(KernelFamily::Rbf, 0.5, 1.0)?;
+/// let g = log_marginal_likelihood_gradient(&kernel, 0.5, &[[0.3]], &[2.0])?;
+/// let v: f64 = 1.25;
+/// assert!((g.log_noise_variance - 0.5 * 0.25 * (4.0 / (v * v) - 1.0 / v)).abs() < 1e-15);
+/// assert_eq!(g.log_lengthscales, [0.0]);
+/// # Ok::<(), kernel_bandits::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct LikelihoodGradient {
     /// ln p(y | X, θ).
