@@ -195,9 +195,9 @@ def test_fit_options(rng):
     fixed = kb.fit_hyperparameters(x, y, noise=0.25, variance=2.0)
     assert fixed.noise_sd == 0.25 and fixed.variance == 2.0
     # A box that excludes the truth: the fit ends on its edge and says which.
-    edge = kb.fit_hyperparameters(x, y, lengthscale_bounds=(2.0, 5.0), noise_bounds=(0.5, 1.0))
-    assert edge.on_box_edge and "lengthscale" in edge.at_lower and "noise_sd" in edge.at_lower
-    assert edge.lengthscales[0] == pytest.approx(2.0) and edge.noise_sd == pytest.approx(0.5)
+    edge = kb.fit_hyperparameters(x, y, lengthscale_bounds=(2.0, 5.0), noise_bounds=(0.01, 0.02))
+    assert edge.on_box_edge and edge.at_lower == ["lengthscale"] and edge.at_upper == ["noise_sd"]
+    assert edge.lengthscales[0] == pytest.approx(2.0) and edge.noise_sd == pytest.approx(0.02)
     edge_ard = kb.fit_hyperparameters(x, y, per_dimension=True, lengthscale_bounds=(2.0, 5.0))
     assert set(edge_ard.at_lower) >= {"lengthscale[0]", "lengthscale[1]"}
     assert "Fit(kernel=FittedKernel(" in repr(edge)
@@ -254,10 +254,16 @@ def test_adaptive_norm_equals_a_fresh_bound_at_its_final_level(cls, rng):
     assert bound.norm_bound == 0.05 * 2 ** (bound.level - 1)
     assert bound.delta == pytest.approx(level_delta(0.01, bound.level), rel=1e-15)
     fresh = cls(kernel, sigma=0.1, norm_bound=bound.norm_bound, delta=bound.delta)
-    fresh.observe_many(x, y)
+    for xi, yi in zip(x, y):  # as the wrapper, one at a time (a batch factorises in blocks)
+        fresh.observe(xi, float(yi))
     probe = rng.random((30, 2))
     for a, b in zip(bound.bounds(probe), fresh.bounds(probe)):
-        assert np.array_equal(a, b)
+        if cls is kb.Dmm:
+            assert np.array_equal(a, b)
+        else:
+            # CMM's eigendecomposition is refreshed at every check of the wrapper and once for
+            # the fresh bound: equal up to rounding.
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert not bound.diagnostics().empty_set
     # The log: consecutive levels, each doubling B and moving δ to the next level's share.
     steps = bound.doublings
