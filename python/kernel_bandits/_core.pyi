@@ -268,6 +268,7 @@ class EkUcb(Bound):
         seed: int = 0,
     ) -> EkUcb: ...
 
+@final
 class AdaptiveNorm(Bound):
     def __new__(cls, bound: Bound, *, max_level: int = 40) -> AdaptiveNorm: ...
     @property

@@ -853,6 +853,9 @@ pub fn paper_defaults<'py>(
     Ok(d)
 }
 
+// The signatures of `AdaptiveNorm` and `Fit.bound` spell the crate's default cap as 40.
+const _: () = assert!(DEFAULT_MAX_LEVEL == 40);
+
 /// `bound` (a DMM-UCB or CMM-UCB) wrapped so that its B doubles whenever the data refute it.
 pub(crate) fn adaptive(bound: PlainBound, max_level: u32) -> kernel_bandits::Result<PyAnyBound> {
     Ok(PyAnyBound::Adaptive(Box::new(RsAdaptive::with_max_level(
@@ -892,7 +895,7 @@ impl AdaptiveNorm {
 #[pymethods]
 impl AdaptiveNorm {
     #[new]
-    #[pyo3(signature = (bound, *, max_level = DEFAULT_MAX_LEVEL))]
+    #[pyo3(signature = (bound, *, max_level = 40))]
     fn new(py: Python<'_>, bound: PyRef<'_, PyBound>, max_level: u32) -> PyResult<(Self, PyBound)> {
         let PyAnyBound::Plain(plain) = &bound.inner else {
             return Err(UnsupportedError::new_err(

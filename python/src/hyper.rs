@@ -2,7 +2,7 @@
 //! (`fit_hyperparameters`, `Fit`), the likelihood itself, and noise estimates to check a σ
 //! (`estimate_noise`).
 
-use kernel_bandits::bound::{BoundConfig, BoundKind, DEFAULT_MAX_LEVEL};
+use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::hyper::{
     Fit as RsFit, FitOptions, FittedKernel as RsFitted, HyperParameter, KernelFamily, LengthScales,
     Noise, NoiseEstimate as RsNoiseEstimate, NoiseVerdict, OutputVariance,
@@ -286,7 +286,7 @@ impl Fit {
     /// `None`; with `dims` and `horizon`, Flynn & Reeb 2024 §7's choices as in `make_bound`).
     /// With `adaptive=True` (DMM or CMM only) it is an `AdaptiveNorm` bound whose first guess is
     /// `norm_bound`. Observe only data gathered after the warm-up.
-    #[pyo3(signature = (name, *, norm_bound = None, delta = None, scale = None, dims = None, horizon = None, seed = 0, adaptive = false, max_level = DEFAULT_MAX_LEVEL))]
+    #[pyo3(signature = (name, *, norm_bound = None, delta = None, scale = None, dims = None, horizon = None, seed = 0, adaptive = false, max_level = 40))]
     #[allow(clippy::too_many_arguments)]
     fn bound(
         &self,
