@@ -28,7 +28,7 @@ pub enum PyAnyBound {
     /// One of the eight bounds.
     Plain(PlainBound),
     /// A DMM-UCB or CMM-UCB with an adaptive B.
-    Adaptive(Box<RsAdaptive<PlainBound>>),
+    Adaptive(RsAdaptive<PlainBound>),
 }
 
 impl PyAnyBound {
@@ -858,9 +858,9 @@ const _: () = assert!(DEFAULT_MAX_LEVEL == 40);
 
 /// `bound` (a DMM-UCB or CMM-UCB) wrapped so that its B doubles whenever the data refute it.
 pub(crate) fn adaptive(bound: PlainBound, max_level: u32) -> kernel_bandits::Result<PyAnyBound> {
-    Ok(PyAnyBound::Adaptive(Box::new(RsAdaptive::with_max_level(
+    Ok(PyAnyBound::Adaptive(RsAdaptive::with_max_level(
         bound, max_level,
-    )?)))
+    )?))
 }
 
 /// A DMM-UCB or CMM-UCB whose norm bound B is learnt by refutation (Flynn & Reeb 2024 §4 with
