@@ -473,3 +473,43 @@ def test_fit_objects_are_frozen(data):
     with pytest.raises(kb.InvalidParameterError):
         fit.bound("dmm", delta=2.0)
     assert repr(fit) == before
+
+
+# Hostile input, generated: a result or the package's error, never a panic ---------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from test_hostile import arrays, call, values  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    warm=arrays(),
+    targets=st.lists(values, max_size=6),
+    sigma=values,
+    per_dimension=st.booleans(),
+    kernel=st.sampled_from([kb.FittedKernel([0.3, 2.0]), kb.FittedKernel(1e-3, family="rbf"), kb.Matern(2.5, 1e3)]),
+)
+def test_unknown_hyperparameter_calls_answer_or_raise_their_own_errors(warm, targets, sigma, per_dimension, kernel):
+    y = np.array(targets, dtype=np.float64)
+    fit = call(lambda: kb.fit_hyperparameters(warm, y, per_dimension=per_dimension, starts=4, refinements=1))
+    if fit is not None:
+        assert np.isfinite(fit.noise_sd) and np.all(np.isfinite(fit.lengthscales))
+        assert len(fit.bound("dmm")) == 0
+    value = call(kb.log_marginal_likelihood, kernel, warm, y, sigma)
+    assert value is None or isinstance(value, float)
+    gradient = call(kb.log_marginal_likelihood_gradient, kernel, warm, y, sigma)
+    assert gradient is None or np.all(np.isfinite(gradient.log_lengthscales))
+    call(kb.estimate_noise, kernel, warm, y, 0.95)
+    bound = kb.AdaptiveNorm(kb.Dmm(kernel, sigma=0.1, norm_bound=0.01), max_level=8)
+    before = bound.to_bytes()
+    try:
+        bound.observe_many(warm, y)
+    except kb.KernelBanditsError as e:
+        assert str(e) and bound.to_bytes() == before  # all or nothing
+    call(bound.bounds, warm)
+    call(REPLICATES.assess, sigma)
+
+
+REPLICATES = kb.estimate_noise(kb.Rbf(0.5), np.zeros((4, 1)), np.array([0.0, 0.1, -0.1, 0.05])).replicates
