@@ -31,10 +31,36 @@ pub enum PyAnyBound {
     Adaptive(RsAdaptive<PlainBound>),
 }
 
+macro_rules! each_bound {
+    ($bound:expr, $b:ident => $body:expr) => {
+        match $bound {
+            PyAnyBound::Plain($b) => $body,
+            PyAnyBound::Adaptive($b) => $body,
+        }
+    };
+}
+
 impl PyAnyBound {
     /// The kind of the bound (of the bound inside, for an adaptive one).
     pub fn kind(&self) -> BoundKind {
         self.plain().kind()
+    }
+
+    /// The snapshot of the bound inside: a plain bound's bytes are those of its `AnyBound`
+    /// (as before adaptive bounds existed), an adaptive one's those of its `AdaptiveNorm`.
+    pub fn to_snapshot(&self) -> kernel_bandits::Result<Vec<u8>> {
+        each_bound!(self, b => b.to_bytes())
+    }
+
+    /// A bound from `to_snapshot`: a plain bound, or else an adaptive one.
+    pub fn from_snapshot(data: &[u8]) -> kernel_bandits::Result<Self> {
+        match PlainBound::from_bytes(data) {
+            Ok(b) => Ok(Self::Plain(b)),
+            Err(kernel_bandits::Error::Snapshot(kernel_bandits::SnapshotError::Kind {
+                ..
+            })) => RsAdaptive::from_bytes(data).map(Self::Adaptive),
+            Err(e) => Err(e),
+        }
     }
 
     /// The bound of one of the eight kinds (inside, for an adaptive one).
@@ -44,15 +70,6 @@ impl PyAnyBound {
             Self::Adaptive(a) => a.inner(),
         }
     }
-}
-
-macro_rules! each_bound {
-    ($bound:expr, $b:ident => $body:expr) => {
-        match $bound {
-            PyAnyBound::Plain($b) => $body,
-            PyAnyBound::Adaptive($b) => $body,
-        }
-    };
 }
 
 impl ConfidenceBound for PyAnyBound {
@@ -411,7 +428,7 @@ impl PyBound {
     /// restores it, and the restored bound continues bit-identically.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let inner = &self.inner;
-        let bytes = py.detach(|| inner.to_bytes()).or_raise()?;
+        let bytes = py.detach(|| inner.to_snapshot()).or_raise()?;
         Ok(PyBytes::new(py, &bytes))
     }
 
@@ -419,7 +436,7 @@ impl PyBound {
     #[staticmethod]
     #[pyo3(signature = (data, spec = None))]
     fn from_bytes(py: Python<'_>, data: &[u8], spec: Option<String>) -> PyResult<Py<PyAny>> {
-        let inner = py.detach(|| PyAnyBound::from_bytes(data)).or_raise()?;
+        let inner = py.detach(|| PyAnyBound::from_snapshot(data)).or_raise()?;
         let spec = spec.unwrap_or_else(|| inner.name().to_string());
         PyBound { inner, spec }.into_py_object(py)
     }

@@ -321,6 +321,23 @@ def test_adaptive_norm_in_an_agent_pickles_and_continues(rng):
     kb.SlidingWindow(inside, 10)
 
 
+def test_plain_bound_snapshots_keep_their_kind_and_adaptive_ones_have_their_own():
+    plain = kb.Dmm(kb.Rbf(0.5)).to_bytes()
+    adaptive = kb.AdaptiveNorm(kb.Dmm(kb.Rbf(0.5))).to_bytes()
+    # A plain bound's snapshot is that of the crate's AnyBound, as before AdaptiveNorm existed.
+    assert b"bound<python-kernel>" in plain and b"adaptive-norm" not in plain
+    assert b"adaptive-norm<bound<python-kernel>>" in adaptive
+    assert type(kb.Bound.from_bytes(plain)) is kb.Dmm
+    assert type(kb.Bound.from_bytes(adaptive)) is kb.AdaptiveNorm
+    for data in (plain, adaptive):
+        with pytest.raises(kb.SnapshotError):
+            kb.UcbAgent.from_bytes(data)
+    corrupted = bytearray(adaptive)
+    corrupted[len(corrupted) // 2] ^= 0x10
+    with pytest.raises(kb.SnapshotError):
+        kb.Bound.from_bytes(bytes(corrupted))
+
+
 def test_adaptive_norm_refuses_what_it_cannot_adapt_and_caps_the_level(rng):
     kernel = kb.Rbf(0.3)
     for other in (kb.Amm(kernel), kb.Ay(kernel), kb.KUcb(kernel), kb.Bkb(kernel)):
