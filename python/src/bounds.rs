@@ -80,7 +80,21 @@ impl ConfidenceBound for PyAnyBound {
         each_bound!(self, b => b.observe(x, y))
     }
     fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> kernel_bandits::Result<()> {
-        each_bound!(self, b => b.observe_many(points, targets))
+        match self {
+            Self::Plain(b) => b.observe_many(points, targets),
+            // On a numerical failure inside a batch the crate's wrapper puts the observations,
+            // the level and the log back, but not every cache bit for bit (a truncated
+            // posterior keeps its dimension and buffers); a copy restores it exactly, for
+            // O(t²), the order of one observation's cost.
+            Self::Adaptive(a) => {
+                let saved = a.clone();
+                let result = a.observe_many(points, targets);
+                if result.is_err() {
+                    *a = saved;
+                }
+                result
+            }
+        }
     }
     fn diagnostics(&self) -> RsDiagnostics {
         each_bound!(self, b => b.diagnostics())

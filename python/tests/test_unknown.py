@@ -282,6 +282,18 @@ def test_adaptive_norm_equals_a_fresh_bound_at_its_final_level(cls, rng):
 
 
 @pytest.mark.parametrize("cls", [kb.Dmm, kb.Cmm])
+@pytest.mark.parametrize("before", [0, 3])
+def test_a_numerical_failure_in_a_batch_leaves_the_adaptive_bound_as_it_was(cls, before, rng):
+    bound = kb.AdaptiveNorm(cls(kb.FittedKernel([0.3, 2.0]), sigma=0.1, norm_bound=0.01), max_level=8)
+    bound.observe_many(rng.random((before, 2)), rng.random(before))
+    bound.bounds(np.zeros((1, 2)))
+    snapshot = bound.to_bytes()
+    with pytest.raises(kb.NonFiniteError):
+        bound.observe_many(np.array([[0.2, 0.2], [0.0, 0.0]]), np.array([0.0, 1e300]))
+    assert bound.to_bytes() == snapshot
+
+
+@pytest.mark.parametrize("cls", [kb.Dmm, kb.Cmm])
 def test_adaptive_norm_never_doubles_when_b0_is_far_above_the_truth(cls, rng):
     # f = 0.5 k(·, x0) has ‖f‖_H = 0.5; B0 = 20, Gaussian noise of the σ assumed.
     kernel = kb.Matern(2.5, 0.3)
@@ -376,6 +388,8 @@ def test_rejected_calls_leave_the_adaptive_bound_unchanged(rng):
         (lambda: bound.observe([0.1, 0.2], float("inf")), kb.NonFiniteError),
         (lambda: bound.observe_many(x[6:], bad_batch_y), kb.NonFiniteError),
         (lambda: bound.observe_many(x[6:], y[6:-1]), kb.DimensionError),
+        # Finite targets that overflow the posterior: a numerical failure in mid-batch.
+        (lambda: bound.observe_many(np.array([[0.2, 0.2], [0.0, 0.0]]), np.array([0.0, 1e300])), kb.NonFiniteError),
         (lambda: bound.bounds(np.zeros((2, 3))), kb.DimensionError),
         (lambda: kb.AdaptiveNorm.from_bytes(before[:30]), kb.SnapshotError),
     ]
