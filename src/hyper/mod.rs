@@ -58,10 +58,10 @@ pub use fit::{
     Fit, FitOptions, HyperParameter, LengthScales, Noise, OutputVariance, fit_hyperparameters,
 };
 pub use kernel::{FittedKernel, KernelFamily};
-pub use likelihood::{
-    LikelihoodGradient, log_marginal_likelihood, log_marginal_likelihood_gradient,
-};
 pub use noise::{
     NoiseEstimate, NoiseVerdict, ReplicateEstimate, ResidualEstimate, estimate_noise,
     replicate_noise, residual_noise,
+};
+pub use likelihood::{
+    LikelihoodGradient, log_marginal_likelihood, log_marginal_likelihood_gradient,
 };
