@@ -1,8 +1,10 @@
 //! The eight confidence bounds as one base class, `Bound`, and a subclass per bound.
 
 use kernel_bandits::bound::{
-    Amm as RsAmm, AnyBound, Ay as RsAy, Bkb as RsBkb, BoundConfig, BoundKind, BoundParams, Bounds,
-    Cmm as RsCmm, ConfidenceBound, Dmm as RsDmm, EkUcb as RsEkUcb, Igp as RsIgp, KUcb as RsKUcb,
+    AdaptiveNorm as RsAdaptive, Amm as RsAmm, AnyBound, ArmSetInfo, Ay as RsAy, Bkb as RsBkb,
+    BoundConfig, BoundGradient as RsGradient, BoundKind, BoundParams, Bounds, Cmm as RsCmm,
+    ConfidenceBound, DEFAULT_MAX_LEVEL, Diagnostics as RsDiagnostics, Dmm as RsDmm,
+    EkUcb as RsEkUcb, Igp as RsIgp, KUcb as RsKUcb, NormDoubling as RsDoubling, PendingVariance,
     SketchParams,
 };
 use kernel_bandits::points::Points;
@@ -10,13 +12,150 @@ use kernel_bandits::snapshot::Snapshot;
 use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use serde::{Deserialize, Serialize};
 
 use crate::arrays::{elements, matrix, rows, to_numpy, vector};
 use crate::errors::{OrRaise, UnsupportedError};
 use crate::kernels::{AnyKernel, Kernel};
 
-/// The bound type every Python bound holds.
-pub type PyAnyBound = AnyBound<AnyKernel>;
+/// A bound of one of the eight kinds, on any kernel.
+pub type PlainBound = AnyBound<AnyKernel>;
+
+/// The bound every Python bound holds: one of the eight, or a DMM-UCB or CMM-UCB whose norm
+/// bound B doubles when the data refute it (`AdaptiveNorm`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum PyAnyBound {
+    /// One of the eight bounds.
+    Plain(PlainBound),
+    /// A DMM-UCB or CMM-UCB with an adaptive B.
+    Adaptive(RsAdaptive<PlainBound>),
+}
+
+macro_rules! each_bound {
+    ($bound:expr, $b:ident => $body:expr) => {
+        match $bound {
+            PyAnyBound::Plain($b) => $body,
+            PyAnyBound::Adaptive($b) => $body,
+        }
+    };
+}
+
+impl PyAnyBound {
+    /// The kind of the bound (of the bound inside, for an adaptive one).
+    pub fn kind(&self) -> BoundKind {
+        self.plain().kind()
+    }
+
+    /// The snapshot of the bound inside: a plain bound's bytes are those of its `AnyBound`
+    /// (as before adaptive bounds existed), an adaptive one's those of its `AdaptiveNorm`.
+    pub fn to_snapshot(&self) -> kernel_bandits::Result<Vec<u8>> {
+        each_bound!(self, b => b.to_bytes())
+    }
+
+    /// A bound from `to_snapshot`: a plain bound, or else an adaptive one.
+    pub fn from_snapshot(data: &[u8]) -> kernel_bandits::Result<Self> {
+        match PlainBound::from_bytes(data) {
+            Ok(b) => Ok(Self::Plain(b)),
+            Err(kernel_bandits::Error::Snapshot(kernel_bandits::SnapshotError::Kind {
+                ..
+            })) => RsAdaptive::from_bytes(data).map(Self::Adaptive),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The bound of one of the eight kinds (inside, for an adaptive one).
+    pub fn plain(&self) -> &PlainBound {
+        match self {
+            Self::Plain(b) => b,
+            Self::Adaptive(a) => a.inner(),
+        }
+    }
+}
+
+impl ConfidenceBound for PyAnyBound {
+    fn name(&self) -> &'static str {
+        each_bound!(self, b => b.name())
+    }
+    fn observe(&mut self, x: &[f64], y: f64) -> kernel_bandits::Result<()> {
+        each_bound!(self, b => b.observe(x, y))
+    }
+    fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> kernel_bandits::Result<()> {
+        match self {
+            Self::Plain(b) => b.observe_many(points, targets),
+            // On a numerical failure inside a batch the crate's wrapper puts the observations,
+            // the level and the log back, but not every cache bit for bit (a truncated
+            // posterior keeps its dimension and buffers); a copy restores it exactly, for
+            // O(t²), the order of one observation's cost.
+            Self::Adaptive(a) => {
+                let saved = a.clone();
+                let result = a.observe_many(points, targets);
+                if result.is_err() {
+                    *a = saved;
+                }
+                result
+            }
+        }
+    }
+    fn diagnostics(&self) -> RsDiagnostics {
+        each_bound!(self, b => b.diagnostics())
+    }
+    fn evaluate(&self, points: &Points<'_>) -> kernel_bandits::Result<Bounds> {
+        each_bound!(self, b => b.evaluate(points))
+    }
+    fn argmax_ucb(&self, points: &Points<'_>) -> kernel_bandits::Result<usize> {
+        each_bound!(self, b => b.argmax_ucb(points))
+    }
+    fn len(&self) -> usize {
+        each_bound!(self, b => b.len())
+    }
+    fn dim(&self) -> Option<usize> {
+        each_bound!(self, b => b.dim())
+    }
+    fn truncate(&mut self, len: usize) {
+        each_bound!(self, b => b.truncate(len))
+    }
+    fn remove_oldest(&mut self) -> kernel_bandits::Result<()> {
+        each_bound!(self, b => b.remove_oldest())
+    }
+    fn fix_arms(
+        &mut self,
+        arms: &Points<'_>,
+        memory_limit: Option<usize>,
+    ) -> kernel_bandits::Result<bool> {
+        each_bound!(self, b => b.fix_arms(arms, memory_limit))
+    }
+    fn release_arms(&mut self) {
+        each_bound!(self, b => b.release_arms())
+    }
+    fn fixed_arms(&self) -> Option<ArmSetInfo> {
+        each_bound!(self, b => b.fixed_arms())
+    }
+    fn gradient(&self, x: &[f64]) -> kernel_bandits::Result<RsGradient> {
+        each_bound!(self, b => b.gradient(x))
+    }
+    fn ucb_gradient(&self, x: &[f64]) -> kernel_bandits::Result<(f64, Vec<f64>)> {
+        each_bound!(self, b => b.ucb_gradient(x))
+    }
+    fn pending_variance<'a>(
+        &'a self,
+        pending: &Points<'_>,
+    ) -> kernel_bandits::Result<Box<dyn PendingVariance + 'a>> {
+        each_bound!(self, b => b.pending_variance(pending))
+    }
+}
+
+impl Snapshot for PyAnyBound {
+    fn kind() -> String {
+        format!(
+            "python-bound<{}|{}>",
+            <PlainBound as Snapshot>::kind(),
+            <RsAdaptive<PlainBound> as Snapshot>::kind()
+        )
+    }
+    fn restore(&mut self) -> kernel_bandits::Result<()> {
+        each_bound!(self, b => b.restore())
+    }
+}
 
 /// (mean, lcb, ucb) as float64 arrays.
 pub type BoundArrays<'py> = (
@@ -66,6 +205,9 @@ pub struct PyBound {
 impl PyBound {
     /// The right Python class for a bound (`Ay`, …, `EkUcb`).
     pub(crate) fn into_py_object(self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if matches!(self.inner, PyAnyBound::Adaptive(_)) {
+            return Ok(Py::new(py, (AdaptiveNorm, self))?.into_any());
+        }
         Ok(match self.inner.kind() {
             BoundKind::Ay => Py::new(py, (Ay, self))?.into_any(),
             BoundKind::Igp => Py::new(py, (Igp, self))?.into_any(),
@@ -135,7 +277,7 @@ impl PyBound {
     /// regulariser a at which the UCB U_a(x) is attained, the UCB, and a feasible function's
     /// value below it. Only `Cmm` has one; other bounds raise `UnsupportedError`.
     fn certificate(&self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<Certificate> {
-        let AnyBound::Cmm(cmm) = &self.inner else {
+        let AnyBound::Cmm(cmm) = self.inner.plain() else {
             return Err(UnsupportedError::new_err(format!(
                 "certificate: only CMM-UCB has one, not {}",
                 self.inner.name()
@@ -300,7 +442,7 @@ impl PyBound {
     /// restores it, and the restored bound continues bit-identically.
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let inner = &self.inner;
-        let bytes = py.detach(|| inner.to_bytes()).or_raise()?;
+        let bytes = py.detach(|| inner.to_snapshot()).or_raise()?;
         Ok(PyBytes::new(py, &bytes))
     }
 
@@ -308,7 +450,7 @@ impl PyBound {
     #[staticmethod]
     #[pyo3(signature = (data, spec = None))]
     fn from_bytes(py: Python<'_>, data: &[u8], spec: Option<String>) -> PyResult<Py<PyAny>> {
-        let inner = py.detach(|| PyAnyBound::from_bytes(data)).or_raise()?;
+        let inner = py.detach(|| PyAnyBound::from_snapshot(data)).or_raise()?;
         let spec = spec.unwrap_or_else(|| inner.name().to_string());
         PyBound { inner, spec }.into_py_object(py)
     }
@@ -385,7 +527,7 @@ macro_rules! mixture_bound {
                 horizon: Option<usize>,
             ) -> PyResult<(Self, PyBound)> {
                 let params = mixture_params(sigma, norm_bound, delta, scale, None, None, horizon);
-                let inner = AnyBound::$variant($rs::new(kernel.inner.clone(), params).or_raise()?);
+                let inner = PyAnyBound::Plain(AnyBound::$variant($rs::new(kernel.inner.clone(), params).or_raise()?));
                 let spec = mixture_spec(stringify!($class), &kernel, sigma, norm_bound, delta, scale);
                 Ok(($class, PyBound { inner, spec }))
             }
@@ -438,7 +580,9 @@ impl Ay {
         horizon: Option<usize>,
     ) -> PyResult<(Self, PyBound)> {
         let params = mixture_params(sigma, norm_bound, delta, scale, lambda_, None, horizon);
-        let inner = AnyBound::Ay(RsAy::new(kernel.inner.clone(), params).or_raise()?);
+        let inner = PyAnyBound::Plain(AnyBound::Ay(
+            RsAy::new(kernel.inner.clone(), params).or_raise()?,
+        ));
         let mut spec = mixture_spec("Ay", &kernel, sigma, norm_bound, delta, scale);
         if let Some(l) = lambda_ {
             spec.insert_str(spec.len() - 1, &format!(", lambda_={l:?}"));
@@ -468,7 +612,9 @@ impl Igp {
         horizon: Option<usize>,
     ) -> PyResult<(Self, PyBound)> {
         let params = mixture_params(sigma, norm_bound, delta, scale, None, eta, horizon);
-        let inner = AnyBound::Igp(RsIgp::new(kernel.inner.clone(), params).or_raise()?);
+        let inner = PyAnyBound::Plain(AnyBound::Igp(
+            RsIgp::new(kernel.inner.clone(), params).or_raise()?,
+        ));
         let mut spec = mixture_spec("Igp", &kernel, sigma, norm_bound, delta, scale);
         let extra = match (eta, horizon) {
             (Some(e), _) => format!(", eta={e:?}"),
@@ -492,7 +638,9 @@ impl KUcb {
     #[new]
     #[pyo3(signature = (kernel, *, lambda_ = 10.0, beta = 0.1))]
     fn new(kernel: PyRef<'_, Kernel>, lambda_: f64, beta: f64) -> PyResult<(Self, PyBound)> {
-        let inner = AnyBound::KUcb(RsKUcb::new(kernel.inner.clone(), lambda_, beta).or_raise()?);
+        let inner = PyAnyBound::Plain(AnyBound::KUcb(
+            RsKUcb::new(kernel.inner.clone(), lambda_, beta).or_raise()?,
+        ));
         let spec = format!("KUcb({}, lambda_={lambda_:?}, beta={beta:?})", kernel.repr);
         Ok((KUcb, PyBound { inner, spec }))
     }
@@ -574,7 +722,9 @@ impl Bkb {
         let params = sketch_params(
             lambda_, beta, sigma, norm_bound, delta, epsilon, horizon, qbar, None, None,
         );
-        let inner = AnyBound::Bkb(RsBkb::new(kernel.inner.clone(), params, seed).or_raise()?);
+        let inner = PyAnyBound::Plain(AnyBound::Bkb(
+            RsBkb::new(kernel.inner.clone(), params, seed).or_raise()?,
+        ));
         let spec = format!(
             "Bkb({}, lambda_={lambda_:?}, beta={beta:?}, qbar={qbar:?}, seed={seed})",
             kernel.repr
@@ -625,7 +775,9 @@ impl EkUcb {
         let params = sketch_params(
             lambda_, beta, sigma, norm_bound, delta, epsilon, horizon, None, mu, gamma,
         );
-        let inner = AnyBound::EkUcb(RsEkUcb::new(kernel.inner.clone(), params, seed).or_raise()?);
+        let inner = PyAnyBound::Plain(AnyBound::EkUcb(
+            RsEkUcb::new(kernel.inner.clone(), params, seed).or_raise()?,
+        ));
         let spec = format!(
             "EkUcb({}, lambda_={lambda_:?}, beta={beta:?}, mu={mu:?}, gamma={gamma:?}, seed={seed})",
             kernel.repr
@@ -698,7 +850,7 @@ pub fn make_bound(
         params = params.delta(d);
     }
     config = config.params(params).seed(seed);
-    let inner = kind.build(kernel.inner.clone(), &config).or_raise()?;
+    let inner = PyAnyBound::Plain(kind.build(kernel.inner.clone(), &config).or_raise()?);
     let spec = format!("make_bound({:?}, {})", kind.name(), kernel.repr);
     PyBound { inner, spec }.into_py_object(py)
 }
@@ -730,6 +882,175 @@ pub fn paper_defaults<'py>(
     d.set_item("scale", p.scale())?;
     d.set_item("horizon", horizon)?;
     Ok(d)
+}
+
+// The signatures of `AdaptiveNorm` and `Fit.bound` spell the crate's default cap as 40.
+const _: () = assert!(DEFAULT_MAX_LEVEL == 40);
+
+/// `bound` (a DMM-UCB or CMM-UCB) wrapped so that its B doubles whenever the data refute it.
+pub(crate) fn adaptive(bound: PlainBound, max_level: u32) -> kernel_bandits::Result<PyAnyBound> {
+    Ok(PyAnyBound::Adaptive(RsAdaptive::with_max_level(
+        bound, max_level,
+    )?))
+}
+
+/// A DMM-UCB or CMM-UCB whose norm bound B is learnt by refutation (Flynn & Reeb 2024 §4 with
+/// a union bound over levels): built from a copy of `bound`, whose B is the first guess B₀ and
+/// whose δ is the total failure probability, it runs level k = 1, 2, … with B_k = 2^{k−1}B₀ and
+/// δ_k = 6δ/(π²k²) (Σ δ_k = δ), and moves to the next level whenever, after an observation, the
+/// confidence set is empty (some R̃_a² < 0: no f with ‖f‖_H ≤ B_k explains the data within the
+/// noise radius). Every move is logged in `doublings`.
+///
+/// If B₀ is below ‖f‖_H, the final B is below 2‖f‖_H on the event of probability 1 − δ; before
+/// that level is reached the bounds are those of a too-small B. The data can refute a B that is
+/// too small, never confirm one. It also trusts σ: if σ is too small, doubling B hides it (up to
+/// `max_level` levels, after which `exhausted` records the observation count).
+///
+/// At every moment the bound equals a fresh `Dmm`/`Cmm` built with `norm_bound` and `delta` (the
+/// current level's) on the same data. It is a `Bound` like the others: it works in `UcbAgent`,
+/// copies and pickles. AMM-UCB and the other bounds raise `UnsupportedError` (their data never
+/// refute B).
+#[pyclass(extends = PyBound, module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct AdaptiveNorm;
+
+impl AdaptiveNorm {
+    fn get<'a>(slf: &'a PyRef<'_, Self>) -> &'a RsAdaptive<PlainBound> {
+        match &slf.as_super().inner {
+            PyAnyBound::Adaptive(a) => a,
+            PyAnyBound::Plain(_) => unreachable!("an AdaptiveNorm holds an adaptive bound"),
+        }
+    }
+}
+
+#[pymethods]
+impl AdaptiveNorm {
+    #[new]
+    #[pyo3(signature = (bound, *, max_level = 40))]
+    fn new(py: Python<'_>, bound: PyRef<'_, PyBound>, max_level: u32) -> PyResult<(Self, PyBound)> {
+        let PyAnyBound::Plain(plain) = &bound.inner else {
+            return Err(UnsupportedError::new_err(
+                "AdaptiveNorm: the bound already has an adaptive norm bound",
+            ));
+        };
+        let inner = py
+            .detach(|| adaptive(plain.clone(), max_level))
+            .or_raise()?;
+        let spec = format!("AdaptiveNorm({}, max_level={max_level})", bound.spec);
+        Ok((AdaptiveNorm, PyBound { inner, spec }))
+    }
+
+    /// B_k = 2^{k−1}B₀, the norm bound in force.
+    #[getter]
+    fn norm_bound(slf: PyRef<'_, Self>) -> f64 {
+        Self::get(&slf).norm_bound()
+    }
+
+    /// δ_k = 6δ/(π²k²), the failure probability of the current level.
+    #[getter]
+    fn delta(slf: PyRef<'_, Self>) -> f64 {
+        Self::get(&slf).delta()
+    }
+
+    /// The level k ≥ 1.
+    #[getter]
+    fn level(slf: PyRef<'_, Self>) -> u32 {
+        Self::get(&slf).level()
+    }
+
+    /// The cap on the level.
+    #[getter]
+    fn max_level(slf: PyRef<'_, Self>) -> u32 {
+        Self::get(&slf).max_level()
+    }
+
+    /// B₀, the first guess.
+    #[getter]
+    fn initial_norm(slf: PyRef<'_, Self>) -> f64 {
+        Self::get(&slf).initial_norm()
+    }
+
+    /// δ, the failure probability over all levels together.
+    #[getter]
+    fn total_delta(slf: PyRef<'_, Self>) -> f64 {
+        Self::get(&slf).total_delta()
+    }
+
+    /// The number of observations at which the set was first found empty at the cap, or `None`.
+    #[getter]
+    fn exhausted(slf: PyRef<'_, Self>) -> Option<usize> {
+        Self::get(&slf).exhausted()
+    }
+
+    /// Every move to a higher level, in order (a list of `NormDoubling`).
+    #[getter]
+    fn doublings(slf: PyRef<'_, Self>) -> Vec<NormDoubling> {
+        Self::get(&slf)
+            .doublings()
+            .iter()
+            .map(|d| NormDoubling(*d))
+            .collect()
+    }
+}
+
+/// One move of an `AdaptiveNorm` bound to the next level, after the data refuted the previous
+/// one: at `observations` observations, level `level` (≥ 2) with `new_norm` = 2·`old_norm` and
+/// `delta` = 6δ/(π²·level²) (`old_delta` that of the level before); `refuted_by` is the evidence
+/// (a, R̃_a²) with R̃_a² < 0 at the old B and δ.
+#[pyclass(frozen, module = "kernel_bandits")]
+#[derive(Debug, Clone, Copy)]
+pub struct NormDoubling(RsDoubling);
+
+#[pymethods]
+impl NormDoubling {
+    /// Observations absorbed when the refutation was found.
+    #[getter]
+    fn observations(&self) -> usize {
+        self.0.observations
+    }
+    /// The new level k.
+    #[getter]
+    fn level(&self) -> u32 {
+        self.0.level
+    }
+    /// B_{k−1}, refuted.
+    #[getter]
+    fn old_norm(&self) -> f64 {
+        self.0.old_norm
+    }
+    /// B_k = 2B_{k−1}.
+    #[getter]
+    fn new_norm(&self) -> f64 {
+        self.0.new_norm
+    }
+    /// δ_{k−1}.
+    #[getter]
+    fn old_delta(&self) -> f64 {
+        self.0.old_delta
+    }
+    /// δ_k.
+    #[getter]
+    fn delta(&self) -> f64 {
+        self.0.delta
+    }
+    /// (a, R̃_a²): the regulariser and the negative radius that refuted the old level.
+    #[getter]
+    fn refuted_by(&self) -> (f64, f64) {
+        self.0.refuted_by
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "NormDoubling(observations={}, level={}, old_norm={:?}, new_norm={:?}, old_delta={:?}, \
+             delta={:?}, refuted_by={:?})",
+            self.0.observations,
+            self.0.level,
+            self.0.old_norm,
+            self.0.new_norm,
+            self.0.old_delta,
+            self.0.delta,
+            self.0.refuted_by
+        )
+    }
 }
 
 /// Whether the data still agree with the assumptions σ, B, δ. For the mixture bounds,
@@ -913,6 +1234,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<KUcb>()?;
     m.add_class::<Bkb>()?;
     m.add_class::<EkUcb>()?;
+    m.add_class::<AdaptiveNorm>()?;
+    m.add_class::<NormDoubling>()?;
     m.add_class::<Diagnostics>()?;
     m.add_class::<Certificate>()?;
     m.add_class::<BoundGradient>()?;

@@ -1,6 +1,7 @@
 //! Kernels: RBF, Matérn and linear (Rasmussen & Williams 2006 §4.2), their output scale, sums,
 //! products and coordinate slices, as one Python class hierarchy over one Rust enum.
 
+use kernel_bandits::hyper::{FittedKernel as RsFitted, KernelFamily};
 use kernel_bandits::kernel::{
     Kernel as KernelTrait, KernelExt, Linear as RsLinear, Matern as RsMatern, Product,
     Rbf as RsRbf, Scaled, Sliced, Sum,
@@ -36,6 +37,9 @@ pub enum AnyKernel {
     Product(Box<Product<AnyKernel, AnyKernel>>),
     /// k on a range of the coordinates.
     Sliced(Box<Sliced<AnyKernel>>),
+    /// s² · RBF or s² · Matérn with a shared or per-coordinate length-scale (fitted by
+    /// `fit_hyperparameters`, or built by `FittedKernel`).
+    Fitted(RsFitted),
 }
 
 macro_rules! each {
@@ -48,6 +52,7 @@ macro_rules! each {
             AnyKernel::Sum($k) => $body,
             AnyKernel::Product($k) => $body,
             AnyKernel::Sliced($k) => $body,
+            AnyKernel::Fitted($k) => $body,
         }
     };
 }
@@ -128,6 +133,7 @@ impl Kernel {
             AnyKernel::Rbf(_) => Py::new(py, (Rbf, self))?.into_any(),
             AnyKernel::Matern(_) => Py::new(py, (Matern, self))?.into_any(),
             AnyKernel::Linear(_) => Py::new(py, (Linear, self))?.into_any(),
+            AnyKernel::Fitted(_) => Py::new(py, (FittedKernel, self))?.into_any(),
             _ => Py::new(py, self)?.into_any(),
         })
     }
@@ -470,11 +476,117 @@ impl Linear {
     }
 }
 
+/// A kernel family by name: "rbf" or "matern" (with ν = `nu`).
+pub(crate) fn family(name: &str, nu: f64) -> PyResult<KernelFamily> {
+    let family = match name.to_ascii_lowercase().as_str() {
+        "rbf" => KernelFamily::Rbf,
+        "matern" => KernelFamily::Matern { nu },
+        other => {
+            return Err(crate::errors::InvalidParameterError::new_err(format!(
+                "family = {other:?}: expected \"rbf\" or \"matern\""
+            )));
+        }
+    };
+    family.check().or_raise()?;
+    Ok(family)
+}
+
+/// The `repr` of a fitted kernel, as the `FittedKernel` constructor call that rebuilds it.
+pub(crate) fn fitted_repr(k: &RsFitted) -> String {
+    let lengthscales = if k.is_per_dimension() {
+        let each: Vec<String> = k.lengthscales().iter().map(|l| format!("{l:?}")).collect();
+        format!("[{}]", each.join(", "))
+    } else {
+        format!("{:?}", k.lengthscales()[0])
+    };
+    let family = match k.family() {
+        KernelFamily::Rbf => "family='rbf'".to_string(),
+        KernelFamily::Matern { nu } => format!("family='matern', nu={nu:?}"),
+    };
+    format!(
+        "FittedKernel({lengthscales}, {family}, variance={:?})",
+        k.variance()
+    )
+}
+
+/// s² · κ(r̃), r̃² = Σᵢ ((xᵢ − x′ᵢ)/ℓᵢ)²: an RBF or Matérn kernel with an output variance s² and
+/// one length-scale shared by every coordinate (`lengthscale` a number) or one per coordinate
+/// (`lengthscale` a sequence: automatic relevance determination, Rasmussen & Williams 2006
+/// §5.1; inputs must then have exactly that many coordinates). `fit_hyperparameters` returns
+/// one; it works wherever a kernel does. With a shared ℓ its values are those of
+/// `variance * Matern(nu, ℓ)` (or `Rbf(ℓ)`) bit for bit.
+///
+/// The bounds assume k(x, x) ≤ 1 and read B in the RKHS of the kernel as given: a variance s²
+/// changes what a B means (‖f‖ in the RKHS of s²k is ‖f‖/s).
+#[pyclass(extends = Kernel, frozen, module = "kernel_bandits")]
+#[derive(Debug)]
+pub struct FittedKernel;
+
+impl FittedKernel {
+    fn get<'a>(slf: &'a PyRef<'_, Self>) -> &'a RsFitted {
+        match &slf.as_super().inner {
+            AnyKernel::Fitted(k) => k,
+            _ => unreachable!("a FittedKernel holds a fitted kernel"),
+        }
+    }
+}
+
+#[pymethods]
+impl FittedKernel {
+    #[new]
+    #[pyo3(signature = (lengthscale, *, family = "matern", nu = 2.5, variance = 1.0))]
+    fn new(
+        lengthscale: &Bound<'_, PyAny>,
+        family: &str,
+        nu: f64,
+        variance: f64,
+    ) -> PyResult<(Self, Kernel)> {
+        let family = self::family(family, nu)?;
+        let k = if let Ok(l) = lengthscale.extract::<f64>() {
+            RsFitted::shared(family, l, variance).or_raise()?
+        } else {
+            let ls = vector(lengthscale, "lengthscale")?;
+            RsFitted::per_dimension(family, elements(&ls), variance).or_raise()?
+        };
+        let repr = fitted_repr(&k);
+        Ok((FittedKernel, Kernel::new(AnyKernel::Fitted(k), repr)))
+    }
+
+    /// The family: "rbf" or "matern" (ν is `smoothness`).
+    #[getter]
+    fn family(slf: PyRef<'_, Self>) -> &'static str {
+        match Self::get(&slf).family() {
+            KernelFamily::Rbf => "rbf",
+            KernelFamily::Matern { .. } => "matern",
+        }
+    }
+
+    /// The length-scales (a new array): one value if shared, one per coordinate otherwise.
+    #[getter]
+    fn lengthscales<'py>(slf: PyRef<'py, Self>) -> Bound<'py, PyArray1<f64>> {
+        let py = slf.py();
+        PyArray1::from_slice(py, Self::get(&slf).lengthscales())
+    }
+
+    /// Whether there is one length-scale per coordinate.
+    #[getter]
+    fn per_dimension(slf: PyRef<'_, Self>) -> bool {
+        Self::get(&slf).is_per_dimension()
+    }
+
+    /// The output variance s² = k(x, x).
+    #[getter]
+    fn variance(slf: PyRef<'_, Self>) -> f64 {
+        Self::get(&slf).variance()
+    }
+}
+
 /// Adds the kernel classes to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Kernel>()?;
     m.add_class::<Rbf>()?;
     m.add_class::<Matern>()?;
     m.add_class::<Linear>()?;
+    m.add_class::<FittedKernel>()?;
     Ok(())
 }

@@ -15,6 +15,7 @@ mod bounds;
 mod continuous;
 mod envs;
 mod errors;
+mod hyper;
 mod kernels;
 
 use pyo3::prelude::*;
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     kernels::register(m)?;
     bounds::register(m)?;
+    hyper::register(m)?;
     continuous::register(m)?;
     agents::register(m)?;
     envs::register(m)?;
