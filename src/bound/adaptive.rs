@@ -397,7 +397,11 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     /// calls, bit for bit (an empty set at an intermediate time refutes its level). This gives
     /// up DMM-UCB's blocked factorisation of a batch. The whole batch is checked first (lengths,
     /// dimension, finite targets); on a numerical failure the observations, the level and the
-    /// log are put back as they were.
+    /// log are put back as they were. The inner bound is put back by
+    /// [`ConfidenceBound::truncate`], as the provided `observe_many` does: its observations are
+    /// restored, but a bound that was empty keeps the input dimension the batch fixed, and its
+    /// cached solves may differ in their last bits (the Python package copies the bound before
+    /// a batch for a bit-identical rollback).
     fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
         crate::error::one_target_per_point(points.len(), targets.len())?;
         if let Some(expected) = self.inner.dim()
