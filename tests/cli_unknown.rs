@@ -471,5 +471,5 @@ fn reproduce_unknown_writes_its_table_and_counts_its_violations() {
         .find(|c| c["scenario"] == "fitted-doubling-0.5")
         .unwrap();
     assert_eq!(fitted["fitted_sigma"].as_array().unwrap().len(), 2);
-    assert!(out_dir.join("unknown.csv").exists() && out_dir.join("unknown.png").exists());
+    assert!(out_dir.join("unknown.csv").exists() && out_dir.join("unknown_dmm.png").exists());
 }

@@ -508,34 +508,44 @@ pub fn run(args: &UnknownArgs) -> Result<(), String> {
     let csv_path = args.run.out.join("unknown.csv");
     write_csv(&csv_path, &json)?;
 
-    let labels: Vec<String> = json
-        .results
-        .iter()
-        .map(|c| format!("{} {}", c.method, c.scenario))
-        .collect();
-    let curves: Vec<Curve<'_>> = json
-        .results
-        .iter()
-        .zip(&labels)
-        .map(|(c, label)| Curve {
-            label,
-            mean: &c.curve_mean,
-            std: &c.curve_std,
-        })
-        .collect();
-    let stem = args.run.out.join("unknown");
-    let title = format!(
-        "Matérn 5/2 ℓ = {}, d = {}, σ = {}, ‖f‖ = {}: unknown σ, B, ℓ ({} reps)",
-        args.lengthscale, args.dims, args.true_sigma, args.true_norm, args.reps
-    );
-    regret_plot(&stem, &title, &curves)?;
+    // One plot per bound: six scenarios each, one colour apiece.
+    let mut stems = Vec::new();
+    for kind in &kinds {
+        let cells: Vec<&CellJson> = json
+            .results
+            .iter()
+            .filter(|c| c.method == kind.name())
+            .collect();
+        let labels: Vec<String> = cells.iter().map(|c| c.scenario.clone()).collect();
+        let curves: Vec<Curve<'_>> = cells
+            .iter()
+            .zip(&labels)
+            .map(|(c, label)| Curve {
+                label,
+                mean: &c.curve_mean,
+                std: &c.curve_std,
+            })
+            .collect();
+        let stem = args.run.out.join(format!("unknown_{}", kind.name()));
+        let title = format!(
+            "{}, Matérn 5/2 ℓ = {}, d = {}, σ = {}, ‖f‖ = {}: unknown σ, B, ℓ ({} reps)",
+            kind.name().to_uppercase(),
+            args.lengthscale,
+            args.dims,
+            args.true_sigma,
+            args.true_norm,
+            args.reps
+        );
+        regret_plot(&stem, &title, &curves)?;
+        stems.push(stem);
+    }
     announce(
         "unknown",
         jobs.len(),
         elapsed,
         threads,
         &[&json_path, &csv_path],
-        &[stem],
+        &stems,
     );
     Ok(())
 }
