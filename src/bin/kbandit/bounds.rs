@@ -278,6 +278,14 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
             args.bound
         ));
     }
+    // Without --fit the kernel and the bound are checked before any file is read, so that a bad
+    // flag is reported as such whatever the files hold.
+    let given = match family {
+        None => {
+            Some(bound(args, kernel(args)?, args.assumptions.sigma).map_err(|e| e.to_string())?)
+        }
+        Some(_) => None,
+    };
     let data = read_observations(&args.data)?;
     let query = table::read(&args.query)?;
     let (data_name, query_name) = (args.data.display(), args.query.display());
@@ -299,6 +307,7 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
         .collect();
     let targets: Vec<f64> = (0..data.rows()).map(|i| data.row(i)[dim]).collect();
     let (kernel, sigma, first) = match family {
+        // The same kernel again (cheap): the one built above is inside `given`.
         None => (kernel(args)?, args.assumptions.sigma, 0),
         Some(family) => {
             let warmup = args.warmup.unwrap_or(data.rows());
@@ -339,7 +348,10 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
             .map_err(|e| format!("--check-noise on {data_name}: {e}"))?;
         report_noise(&estimate, sigma);
     }
-    let mut built = bound(args, kernel, sigma).map_err(|e| e.to_string())?;
+    let mut built = match given {
+        Some(built) => built,
+        None => bound(args, kernel, sigma).map_err(|e| e.to_string())?,
+    };
     let bound = built.bound();
     for i in first..data.rows() {
         bound
