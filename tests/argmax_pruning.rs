@@ -249,3 +249,124 @@ fn invalid_queries_are_errors_and_change_nothing() {
     assert_eq!(dmm.len(), 40);
     assert_eq!(dmm.bounds(&probe).unwrap(), before);
 }
+
+/// U at every point from `ExactPosterior::evaluate` (full solves, means from the solved
+/// columns): the reference for the stale-weight tests below.
+fn evaluated_ucb<K: Kernel>(gp: &ExactPosterior<K>, arms: &[Vec<f64>], widths: &[f64]) -> Vec<f64> {
+    let batch = gp.evaluate(&arms.as_points().unwrap()).unwrap();
+    (0..arms.len())
+        .map(|j| {
+            (0..widths.len())
+                .map(|r| batch.mean(r)[j] + widths[r] * batch.variance(r)[j].sqrt())
+                .fold(f64::INFINITY, f64::min)
+        })
+        .collect()
+}
+
+/// A structured arm set around the data: uniform points, their mirror images 1 − x, observed
+/// points, exact duplicates (of an arm and of an observed point), a cluster of points a few
+/// ulps apart and one within 10⁻⁹.
+fn structured_arms(rng: &mut ChaCha8Rng, observed: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let mut arms: Vec<Vec<f64>> = (0..12)
+        .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    let mirrored: Vec<Vec<f64>> = arms
+        .iter()
+        .map(|x| x.iter().map(|v| 1.0 - v).collect())
+        .collect();
+    arms.extend(mirrored);
+    let recent = &observed[observed.len().saturating_sub(5)..];
+    arms.extend(recent.iter().cloned());
+    let centre = recent.last().cloned().unwrap_or_else(|| vec![0.5; 3]);
+    for k in 1..=4u32 {
+        arms.push(
+            centre
+                .iter()
+                .map(|&v| f64::from_bits(v.to_bits() + u64::from(k)))
+                .collect(),
+        );
+    }
+    arms.push(centre.iter().map(|&v| v + 1e-9).collect());
+    arms.push(arms[3].clone());
+    arms.push(centre);
+    arms
+}
+
+/// One round of the stale-weight test: a structured arm set, the pruned choice checked against
+/// `evaluate`, and an observation (`sign`·`scale` times the target, plus noise) at the choice.
+fn play(
+    gp: &mut ExactPosterior<Matern>,
+    observed: &mut Vec<Vec<f64>>,
+    rng: &mut ChaCha8Rng,
+    round: usize,
+    sign: f64,
+    scale: f64,
+    widths: &[f64],
+) {
+    let arms = structured_arms(rng, observed);
+    let chosen = gp.argmax_upper(&arms.as_points().unwrap(), widths).unwrap();
+    let reference = evaluated_ucb(gp, &arms, widths);
+    assert_best(
+        &reference,
+        chosen,
+        &format!("round {round}, t = {}", gp.len()),
+    );
+    assert!(
+        arms[..chosen].iter().all(|a| a != &arms[chosen]),
+        "round {round}: chose arm {chosen}, a later copy of an exact duplicate"
+    );
+    let noise: f64 = rng.sample(StandardNormal);
+    let y = scale * (sign * target(&arms[chosen]) + 0.1 * noise);
+    gp.observe(&arms[chosen], y).unwrap();
+    observed.push(arms[chosen].clone());
+}
+
+/// The pruned argmax with stale weights α_s (`ExactPosterior::argmax_upper` keeps them between
+/// queries and recomputes them when they miss too much), queried after every update along a
+/// path that crosses every way the first s rows can change under them: appends past the
+/// refresh limit, a truncation below s followed by appends past s without a query, a sliding
+/// window's downdates followed likewise, and targets whose whitened values dwarf one width
+/// (forcing a refresh every round) while another width is 0. Every choice must be the argmax
+/// of `evaluate`'s U (to 10⁻⁹ relative, the two means differing in the last bits) and never a
+/// later copy of an exact duplicate.
+#[test]
+fn stale_weights_survive_truncations_windows_and_refreshes() {
+    let kernel = Matern::new(2.5, 0.3).unwrap();
+    let mut gp = ExactPosterior::new(kernel, &[0.001, 0.01, 0.1, 1.0]).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let mut observed: Vec<Vec<f64>> = Vec::new();
+    let widths = [3.0, 2.0, 1.5, 1.0];
+    // Warm up past one storage block (below it every point is solved), then query every round
+    // for more than the refresh limit.
+    for round in 0..240 {
+        play(&mut gp, &mut observed, &mut rng, round, 1.0, 1.0, &widths);
+    }
+    // Truncate below the cached weights, then append past their length without a query, with
+    // the opposite sign: weights computed before the truncation would be badly wrong.
+    gp.truncate(150);
+    observed.truncate(150);
+    while gp.len() < 250 {
+        let x: Vec<f64> = (0..3).map(|_| rng.random::<f64>()).collect();
+        gp.observe(&x, -target(&x)).unwrap();
+        observed.push(x);
+    }
+    for round in 240..260 {
+        play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &widths);
+    }
+    // A sliding window: drop the oldest and append two without a query, repeatedly.
+    for round in 260..280 {
+        gp.remove_oldest();
+        observed.remove(0);
+        for _ in 0..2 {
+            let x: Vec<f64> = (0..3).map(|_| rng.random::<f64>()).collect();
+            gp.observe(&x, target(&x)).unwrap();
+            observed.push(x);
+        }
+        play(&mut gp, &mut observed, &mut rng, round, 1.0, 1.0, &widths);
+    }
+    // Targets 10⁴ times larger (the whitened targets dwarf the widths) and one width 0.
+    let wide = [0.0, 2.0, 1.5, 1.0];
+    for round in 280..320 {
+        play(&mut gp, &mut observed, &mut rng, round, 1.0, 1e4, &wide);
+    }
+}

@@ -403,6 +403,7 @@ impl<K: Kernel> ExactPosterior<K> {
         if self.is_empty() {
             return Ok(());
         }
+        self.workspace.forget_weights(0);
         let inputs = std::mem::take(&mut self.inputs);
         let targets = std::mem::take(&mut self.targets);
         let fixed = self.fixed.take();
@@ -673,6 +674,7 @@ impl<K: Kernel> ExactPosterior<K> {
         let d = self.dim.unwrap_or(0);
         self.inputs.truncate(len * d);
         self.targets.truncate(len);
+        self.workspace.forget_weights(len);
         for factor in &mut self.factors {
             factor.truncate(len);
         }
@@ -691,6 +693,7 @@ impl<K: Kernel> ExactPosterior<K> {
         let d = self.dim.unwrap_or(0);
         self.inputs.drain(..d);
         self.targets.remove(0);
+        self.workspace.forget_weights(0);
         let rotations: Vec<_> = self
             .factors
             .iter_mut()
@@ -801,26 +804,40 @@ impl<K: Kernel> ExactPosterior<K> {
                 blocks,
                 points: query_points,
                 cross,
+                weights,
                 ..
             } = workspace;
             let cross = prefix(cross, t * m);
             let prior_variance = self.query_kernel(points, query_points, cross)?;
 
-            // μ_r at every point, regulariser-major.
-            let mut means = vec![0.0; n_reg * m];
-            if t > 0 {
-                let cross: &[f64] = cross;
-                for (factor, mean) in self.factors.iter().zip(means.chunks_exact_mut(m)) {
-                    let alpha = factor.weights();
-                    crate::parallel::for_each_chunk(mean, MEAN_CHUNK, 2 * t * m, |c, out| {
-                        let first = c * MEAN_CHUNK;
-                        for (row, &a) in cross.chunks_exact(m).zip(&alpha) {
-                            for (mu, &k) in out.iter_mut().zip(&row[first..]) {
-                                *mu += k * a;
-                            }
-                        }
-                    });
+            // The stale means μ_{s_r}, and Σ_{k≥i} w_k² for the bound on what they lack.
+            let mut tails = vec![0.0; n_reg * (t + 1)];
+            for (factor, tail) in self.factors.iter().zip(tails.chunks_exact_mut(t + 1)) {
+                for (i, w) in factor.whitened_targets().iter().enumerate().rev() {
+                    tail[i] = tail[i + 1] + w * w;
                 }
+            }
+            let mut stale = Vec::with_capacity(n_reg);
+            let mut means = vec![0.0; n_reg * m];
+            let cross: &[f64] = cross;
+            for (r, factor) in self.factors.iter().enumerate() {
+                let alpha = &mut weights[r];
+                let s = alpha.len();
+                let missing = tails[r * (t + 1) + s.min(t)];
+                if s > t || t - s > MAX_STALE_ROWS || missing > STALE_SHARE * widths[r] * widths[r]
+                {
+                    *alpha = factor.weights();
+                }
+                let (alpha, mean) = (&weights[r], &mut means[r * m..(r + 1) * m]);
+                stale.push(alpha.len());
+                crate::parallel::for_each_chunk(mean, MEAN_CHUNK, 2 * alpha.len() * m, |c, out| {
+                    let first = c * MEAN_CHUNK;
+                    for (row, &a) in cross.chunks_exact(m).zip(alpha) {
+                        for (mu, &k) in out.iter_mut().zip(&row[first..]) {
+                            *mu += k * a;
+                        }
+                    }
+                });
             }
             let batch = select::Batch {
                 factors: &self.factors,
@@ -828,7 +845,9 @@ impl<K: Kernel> ExactPosterior<K> {
                 len: m,
                 prior_variance: &prior_variance,
                 means: &means,
+                stale: &stale,
                 widths,
+                tails: &tails,
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.
@@ -921,6 +940,14 @@ fn non_finite_at_observation() -> Error {
 
 /// Points per chunk of the mean accumulation in [`ExactPosterior::argmax_upper`].
 const MEAN_CHUNK: usize = 1024;
+
+/// [`ExactPosterior::argmax_upper`] recomputes the weights α_s of a regulariser once they
+/// miss more than this many observations ...
+const MAX_STALE_ROWS: usize = 64;
+
+/// ... or once the whitened targets they miss, Σ_{i>s} wᵢ², exceed this share of the squared
+/// width: the pruning bound's factor √(1 + W²/w²) then stays below √(1 + 1/16) ≈ 1.03.
+const STALE_SHARE: f64 = 1.0 / 16.0;
 
 /// U(x_j) = min_r (μ_r(x_j) + w_r ρ_r(x_j)) at every point of a batch.
 fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {

@@ -1,19 +1,36 @@
 //! The exact argmax of an upper confidence bound over a batch of points, with pruning
 //! (behind [`super::ExactPosterior::argmax_upper`]).
 //!
-//! U(x) = min_r (μ_r(x) + w_r ρ_r(x)) with ρ_r²(x) = k(x, x) − ‖L_r⁻¹k_t(x)‖². The means cost
-//! O(t) per point; the forward substitutions, O(t²) per point, are what pruning saves. They run
-//! in row chunks over a set of points at once, and after each chunk the partial ‖·‖², which only
-//! grows, bounds ρ_r and hence U from above. A point whose upper bound falls below a floor
-//! (a value that the maximum of U is known to reach) cannot win and is dropped.
+//! U(x) = min_r (μ_r(x) + w_r ρ_r(x)) with ρ_r²(x) = k(x, x) − ‖v‖², v = L_r⁻¹k_t(x). The
+//! forward substitutions, O(t²) per point, are what pruning saves. They run in row chunks over
+//! a set of points at once; after each chunk an upper bound on U from the rows solved so far
+//! is compared with a floor (a value that the maximum of U is known to reach: the exact U of
+//! the four points with the largest upper bounds, solved to the end first once the first 128
+//! rows are solved for every point), and a point whose upper bound falls below it cannot win
+//! and is dropped.
 //!
-//! Two floors: max_x min_r μ_r(x), free, since w_r ρ_r ≥ 0; and, once the first 128 rows are
-//! solved for every point, the exact U of the few points with the largest upper bounds, which
-//! are solved to the end first. The second matters when exploration bonuses dominate the
-//! spread of the means (rough kernels, short length-scales), where the first prunes nothing.
+//! **The mean without a pass over the factor.** With w = L⁻¹y (kept by the factor), μ(x) =
+//! vᵀw = Σᵢ vᵢwᵢ, and the first s terms are μ_s(x) = k_s(x)ᵀα_s with α_s = (K_s + aI)⁻¹y_s, the
+//! weights of the first s observations (the rows of L, v and w up to s do not change when
+//! observations are appended). α_s costs one back substitution, a full read of the factor; it
+//! is kept between queries and recomputed only when it has grown stale (see
+//! [`super::ExactPosterior::argmax_upper`]), so a query reads the factor once, for the points
+//! that survive, instead of twice. The mean of a point is μ_s(x) + Σ_{i>s} vᵢwᵢ, accumulated
+//! row by row as the rows are solved. After r rows (with W² = Σᵢ wᵢ² over the rows not yet
+//! accounted for, i > max(r, s), and A² = k(x, x) − Σ_{i≤r} vᵢ²), Cauchy–Schwarz bounds the
+//! missing part of the mean by u·W with u² = Σ_{i>r} vᵢ², and ρ² = A² − u² ≥ 0 leaves
+//! ρ ≤ √(A² − u²); so
+//!
+//!   μ + w_r ρ ≤ (known part of μ) + max_u (u W + w_r √(A² − u²)) = (known part) + A √(W² + w_r²),
+//!
+//! only a little above the bound A·w_r that an exact mean would give while W ≪ w_r. (Where
+//! rounding makes ρ² slightly negative and it is clamped to 0, u may exceed A by the clamping
+//! tolerance: the bound takes the larger of the two expressions.)
 //!
 //! Floating point: the partial sums are accumulated row by row in the same order as the final
-//! ones, so the upper bounds are ≥ the final values bit for bit, and a dropped point's U is
+//! ones, the stale mean enters both identically, and the upper bounds carry a margin of
+//! 2(t + 8)ε times the magnitudes involved, more than the rounding of any sum of at most t
+//! terms; so the upper bounds are ≥ the final values as computed, and a dropped point's U is
 //! strictly below a value that some point attains. The selected index is therefore the exact
 //! argmax of U as computed here (the lowest index among ties).
 
@@ -21,7 +38,7 @@ use faer::MatMut;
 
 use super::CholeskyFactor;
 use super::cholesky::BLOCK_ROWS;
-use super::health::clamp_variance;
+use super::health::{clamp_variance, rounding_tolerance};
 use crate::error::{Error, Result};
 
 /// Points solved to the end early, to give the second floor.
@@ -39,10 +56,15 @@ pub(crate) struct Batch<'a> {
     pub len: usize,
     /// k(q_j, q_j).
     pub prior_variance: &'a [f64],
-    /// μ_r(q_j), regulariser-major: `means[r * m + j]`.
+    /// μ_r at q_j from the first `stale[r]` observations only (k_s(q_j)ᵀα_s),
+    /// regulariser-major: `means[r * m + j]`.
     pub means: &'a [f64],
+    /// s_r, the observations the stale means cover (≤ t).
+    pub stale: &'a [usize],
     /// w_r ≥ 0.
     pub widths: &'a [f64],
+    /// Per regulariser, Σ_{k≥i} w_k² for i = 0..=t (t + 1 entries each, regulariser-major).
+    pub tails: &'a [f64],
 }
 
 impl Batch<'_> {
@@ -50,14 +72,35 @@ impl Batch<'_> {
         self.factors[0].len()
     }
 
-    /// U of point j given ‖solved rows‖² per regulariser (`explained(r)`); an upper bound
-    /// while rows remain, the value itself (up to the clamping of rounding) once all are solved.
-    fn upper(&self, j: usize, explained: impl Fn(usize) -> f64) -> f64 {
-        let m = self.len;
+    /// An upper bound on U at point j after `rows` solved rows, given per regulariser the sum
+    /// of their squares (`explained(r)`) and the mean's accumulated part beyond the stale
+    /// rows (`partial(r)`); the value itself (up to the clamping of rounding) once all rows are
+    /// solved. See the module documentation.
+    fn upper(
+        &self,
+        j: usize,
+        rows: usize,
+        explained: impl Fn(usize) -> f64,
+        partial: impl Fn(usize) -> f64,
+    ) -> f64 {
+        let (m, t) = (self.len, self.rows());
+        let prior = self.prior_variance[j];
         (0..self.factors.len())
             .map(|r| {
-                let variance = (self.prior_variance[j] - explained(r)).max(0.0);
-                self.means[r * m + j] + self.widths[r] * variance.sqrt()
+                let mean = self.means[r * m + j] + partial(r);
+                let width = self.widths[r];
+                let variance = (prior - explained(r)).max(0.0);
+                if rows == t {
+                    return mean + width * variance.sqrt();
+                }
+                let missing = self.tails[r * (t + 1) + rows.max(self.stale[r])];
+                let slack = rounding_tolerance(prior.abs() + self.factors[r].regulariser());
+                let bonus = (variance.sqrt() * (missing + width * width).sqrt())
+                    .max(((variance + slack) * missing).sqrt());
+                let scale = self.means[r * m + j].abs()
+                    + partial(r).abs()
+                    + 2.0 * (prior.abs() + slack).sqrt() * (missing.sqrt() + width);
+                mean + bonus + 2.0 * (t + 8) as f64 * f64::EPSILON * scale
             })
             .fold(f64::INFINITY, f64::min)
     }
@@ -82,6 +125,9 @@ struct Columns {
     solved: Vec<Vec<f64>>,
     /// ‖solved rows‖², regulariser-major: `explained[r * points.len() + c]`.
     explained: Vec<f64>,
+    /// Σ vᵢwᵢ over the solved rows i ≥ s_r (the part of the mean the stale means lack),
+    /// regulariser-major like `explained`.
+    partial: Vec<f64>,
     /// Rows solved so far.
     rows: usize,
 }
@@ -96,6 +142,7 @@ impl Columns {
             points: (0..batch.len).collect(),
             solved: storage,
             explained: vec![0.0; n_reg * batch.len],
+            partial: vec![0.0; n_reg * batch.len],
             rows: 0,
         }
     }
@@ -106,7 +153,12 @@ impl Columns {
 
     fn upper(&self, batch: &Batch<'_>, c: usize) -> f64 {
         let n = self.len();
-        batch.upper(self.points[c], |r| self.explained[r * n + c])
+        batch.upper(
+            self.points[c],
+            self.rows,
+            |r| self.explained[r * n + c],
+            |r| self.partial[r * n + c],
+        )
     }
 
     /// Solves the next chunk of rows for every point.
@@ -130,9 +182,16 @@ impl Columns {
                 factor.solve_rows(start, end, columns);
             });
             let explained = &mut self.explained[r * n..(r + 1) * n];
-            for row in solved[start * n..].chunks_exact(n) {
+            let partial = &mut self.partial[r * n..(r + 1) * n];
+            let whitened = factor.whitened_targets();
+            for (i, row) in (start..end).zip(solved[start * n..].chunks_exact(n)) {
                 for (ex, &v) in explained.iter_mut().zip(row) {
                     *ex += v * v;
+                }
+                if i >= batch.stale[r] {
+                    for (p, &v) in partial.iter_mut().zip(row) {
+                        *p += v * whitened[i];
+                    }
                 }
             }
         }
@@ -164,6 +223,8 @@ impl Columns {
         }
         compact_columns(&mut self.explained, n, kept);
         self.explained.truncate(self.solved.len() * kept.len());
+        compact_columns(&mut self.partial, n, kept);
+        self.partial.truncate(self.solved.len() * kept.len());
         self.points = kept.iter().map(|&c| self.points[c]).collect();
     }
 
@@ -184,6 +245,7 @@ impl Columns {
                 .map(|s| gather(&s[..self.rows * n]))
                 .collect(),
             explained: gather(&self.explained),
+            partial: gather(&self.partial),
             rows: self.rows,
         };
         let kept: Vec<usize> = (0..n).filter(|c| !taken.contains(c)).collect();
@@ -206,7 +268,8 @@ impl Columns {
                 let prior = batch.prior_variance[j];
                 let ex = self.explained[r * n + c];
                 let variance = clamp_variance(prior - ex, prior.abs() + a, j)?;
-                *value = value.min(batch.means[r * m + j] + width * variance.sqrt());
+                let mean = batch.means[r * m + j] + self.partial[r * n + c];
+                *value = value.min(mean + width * variance.sqrt());
             }
         }
         Ok(values)
@@ -233,14 +296,8 @@ fn compact_columns(matrix: &mut [f64], width: usize, kept: &[usize]) {
 /// [`Error::NonFinite`] for a NaN U; [`Error::NotPositiveDefinite`] for a clearly negative
 /// posterior variance at a point that is solved to the end.
 pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<usize> {
-    let (t, m, n_reg) = (batch.rows(), batch.len, batch.factors.len());
-    let mut floor = (0..m)
-        .map(|j| {
-            (0..n_reg)
-                .map(|r| batch.means[r * m + j])
-                .fold(f64::INFINITY, f64::min)
-        })
-        .fold(f64::NEG_INFINITY, f64::max);
+    let t = batch.rows();
+    let mut floor = f64::NEG_INFINITY;
     let mut rest = Columns::all(batch, std::mem::take(storage));
     let mut finished = Vec::new();
     loop {
