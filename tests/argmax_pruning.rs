@@ -341,28 +341,51 @@ fn stale_weights_survive_truncations_windows_and_refreshes() {
     for round in 0..240 {
         play(&mut gp, &mut observed, &mut rng, round, 1.0, 1.0, &widths);
     }
-    // Truncate below the cached weights, then append past their length without a query, with
-    // the opposite sign: weights computed before the truncation would be badly wrong.
+    // Truncate below the cached weights, then append past their length without a query: with
+    // the opposite sign up to s (weights from before the truncation would be badly wrong), then
+    // two points whose targets equal the posterior mean at regulariser 1 (whitened targets ≈ 0
+    // there, so that only the truncation can tell the weights are stale). The zero widths of
+    // the last query make every regulariser recompute its weights: s = 240. The large widths
+    // of the others make U follow regulariser 1.
+    let steer = [1e3, 1e3, 1e3, 1.0];
+    let zero = [0.0; 4];
+    play(&mut gp, &mut observed, &mut rng, 239, 1.0, 1.0, &zero);
     gp.truncate(150);
     observed.truncate(150);
-    while gp.len() < 250 {
+    let append = |gp: &mut ExactPosterior<Matern>,
+                  observed: &mut Vec<Vec<f64>>,
+                  rng: &mut ChaCha8Rng,
+                  sign: f64| {
         let x: Vec<f64> = (0..3).map(|_| rng.random::<f64>()).collect();
-        gp.observe(&x, -target(&x)).unwrap();
+        let y = if sign == 0.0 {
+            gp.evaluate(&[x.clone()].as_points().unwrap())
+                .unwrap()
+                .mean(3)[0]
+        } else {
+            sign * target(&x)
+        };
+        gp.observe(&x, y).unwrap();
         observed.push(x);
+    };
+    while gp.len() < 240 {
+        append(&mut gp, &mut observed, &mut rng, -1.0);
+    }
+    for _ in 0..2 {
+        append(&mut gp, &mut observed, &mut rng, 0.0);
     }
     for round in 240..260 {
-        play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &widths);
+        play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &steer);
     }
-    // A sliding window: drop the oldest and append two without a query, repeatedly.
+    // A sliding window: weights recomputed, the oldest dropped (every row of the factors
+    // changes), two explained points appended, then a query; repeatedly.
     for round in 260..280 {
+        play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &zero);
         gp.remove_oldest();
         observed.remove(0);
         for _ in 0..2 {
-            let x: Vec<f64> = (0..3).map(|_| rng.random::<f64>()).collect();
-            gp.observe(&x, target(&x)).unwrap();
-            observed.push(x);
+            append(&mut gp, &mut observed, &mut rng, 0.0);
         }
-        play(&mut gp, &mut observed, &mut rng, round, 1.0, 1.0, &widths);
+        play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &steer);
     }
     // Targets 10⁴ times larger (the whitened targets dwarf the widths) and one width 0.
     let wide = [0.0, 2.0, 1.5, 1.0];
