@@ -367,3 +367,110 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
     }
     Ok(j)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Matern;
+    use crate::points::AsPoints;
+    use crate::posterior::ExactPosterior;
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+
+    /// The upper bound after every row chunk is ≥ the final U of every point, for stale
+    /// weights covering none, some or all of the rows, for regularisers whose whitened targets
+    /// are small and large against the widths, and on arms that include observed points (ρ
+    /// clamped near 0) and exact duplicates. This is what makes pruning exact; it is checked
+    /// here directly, on every point rather than only on the ones a floor would drop.
+    #[test]
+    fn upper_bounds_hold_after_every_chunk() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut gp =
+            ExactPosterior::new(Matern::new(2.5, 0.3).unwrap(), &[1e-4, 0.01, 1.0]).unwrap();
+        let xs: Vec<Vec<f64>> = (0..300)
+            .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
+            .collect();
+        for x in &xs {
+            let y = 5.0 * (4.0 * x[0]).sin() + x[1] + 0.1 * rng.random::<f64>();
+            gp.observe(x, y).unwrap();
+        }
+        let t = gp.len();
+        let mut arms: Vec<Vec<f64>> = (0..30)
+            .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
+            .collect();
+        arms.extend(xs[290..].iter().cloned());
+        arms.push(arms[0].clone());
+        let m = arms.len();
+        let (prior, cross) = gp.query_block(&arms.as_points().unwrap()).unwrap();
+        let factors: Vec<CholeskyFactor> = (0..3).map(|r| gp.factor(r).clone()).collect();
+        let mut tails = vec![0.0; 3 * (t + 1)];
+        for (factor, tail) in factors.iter().zip(tails.chunks_exact_mut(t + 1)) {
+            for (i, w) in factor.whitened_targets().iter().enumerate().rev() {
+                tail[i] = tail[i + 1] + w * w;
+            }
+        }
+        for stale_rows in [0, 100, 250, 299, 300] {
+            let mut means = vec![0.0; 3 * m];
+            for (r, factor) in factors.iter().enumerate() {
+                let alpha = if stale_rows == 0 {
+                    Vec::new()
+                } else {
+                    let mut sub = CholeskyFactor::new(factor.regulariser());
+                    for i in 0..stale_rows {
+                        sub.commit(
+                            sub.pending_row(
+                                &gp.kernel_matrix()
+                                    .row(i)
+                                    .columns(0, i)
+                                    .iter()
+                                    .copied()
+                                    .collect::<Vec<_>>(),
+                                1.0,
+                                gp.targets()[i],
+                            )
+                            .unwrap(),
+                        );
+                    }
+                    sub.weights()
+                };
+                for j in 0..m {
+                    means[r * m + j] = (0..stale_rows).map(|i| cross[i * m + j] * alpha[i]).sum();
+                }
+            }
+            let stale = [stale_rows; 3];
+            for widths in [[0.5, 0.5, 0.5], [30.0, 3.0, 0.1], [0.0, 0.0, 0.0]] {
+                let batch = Batch {
+                    factors: &factors,
+                    cross: &cross,
+                    len: m,
+                    prior_variance: &prior,
+                    means: &means,
+                    stale: &stale,
+                    widths: &widths,
+                    tails: &tails,
+                };
+                let mut columns = Columns::all(&batch, vec![Vec::new(); 3]);
+                let mut uppers = Vec::new();
+                while columns.rows < t {
+                    columns.advance(&batch);
+                    uppers.push((
+                        columns.rows,
+                        (0..m).map(|c| columns.upper(&batch, c)).collect::<Vec<_>>(),
+                    ));
+                }
+                let values = columns.values(&batch).unwrap();
+                for (rows, upper) in &uppers {
+                    for j in 0..m {
+                        assert!(
+                            upper[j] >= values[j],
+                            "s = {stale_rows}, widths {widths:?}, {rows} rows: point {j}'s bound {} < its U {}",
+                            upper[j],
+                            values[j]
+                        );
+                    }
+                }
+                assert_eq!(values[0], values[m - 1], "exact duplicates");
+            }
+        }
+    }
+}
