@@ -461,3 +461,58 @@ fn issue_15_mirrored_pair_then_midpoint_a_few_ulps_off() {
     assert_eq!(incremental.health().failed_checks, 0);
     assert_eq!(incremental.health().bordered_updates, 2);
 }
+
+/// The lazy `argmax_ucb` (minimising over a only for points whose upper bound from DMM's grid
+/// can still beat the best UCB found) returns exactly the argmax of `evaluate`'s UCBs, the
+/// lowest index among ties, after every observation of a trajectory: on arm sets with exact
+/// duplicates (ties to the last bit), observed points (the a → 0 limit), mirrored pairs and
+/// points a few ulps apart, across a truncation and on data whose σ and B make R̃_a² negative
+/// for some a.
+#[test]
+fn lazy_argmax_is_the_argmax_of_evaluate() {
+    for (kernel, params, seed) in [
+        (
+            Matern::new(2.5, 0.3).unwrap(),
+            BoundParams::new().sigma(0.1).norm_bound(5.0).scale(0.3),
+            7,
+        ),
+        (
+            Matern::new(1.5, 0.15).unwrap(),
+            BoundParams::new().sigma(0.01).norm_bound(0.5).scale(1.0),
+            8,
+        ),
+    ] {
+        let data = instance(&kernel, seed, 160, 2, 0.1, 5.0, true);
+        let mut cmm = Cmm::new(kernel, params).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut evaluated = 0;
+        for (i, (x, &y)) in data.xs.iter().zip(&data.y).enumerate() {
+            let mut arms: Vec<[f64; 2]> = (0..12).map(|_| [rng.random(), rng.random()]).collect();
+            let mirrored: Vec<[f64; 2]> = arms.iter().map(|a| [1.0 - a[0], 1.0 - a[1]]).collect();
+            arms.extend(mirrored);
+            if i > 0 {
+                let seen = &data.xs[rng.random_range(0..i)];
+                let seen = [seen[0], seen[1]];
+                arms.push(seen);
+                arms.push([f64::from_bits(seen[0].to_bits() + 2), seen[1]]);
+                arms.push(seen);
+            }
+            arms.push(arms[3]);
+            let points = arms.as_points().unwrap();
+            let ucb = cmm.evaluate(&points).unwrap().ucb;
+            let best = ucb.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let expected = ucb.iter().position(|&u| u == best).unwrap();
+            assert_eq!(
+                cmm.argmax_ucb(&points).unwrap(),
+                expected,
+                "t = {i}: UCBs {ucb:?}"
+            );
+            evaluated += 1;
+            cmm.observe(x, y).unwrap();
+            if i == 100 {
+                cmm.truncate(80);
+            }
+        }
+        assert!(evaluated > 150);
+    }
+}
