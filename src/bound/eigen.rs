@@ -201,15 +201,21 @@ impl Eigen {
             }
         }
         active_u[(t, n)] = 1.0;
+        // The O(t³) step of the update: in blocks of columns, spread over the cores with the
+        // `parallel` feature (the same bits on any number of threads).
         let mut rotated = Mat::<f64>::zeros(t + 1, n + 1);
-        matmul(
-            rotated.as_mut(),
-            Accum::Replace,
-            active_u.as_ref(),
-            small.as_ref(),
-            1.0,
-            Par::Seq,
-        );
+        let work = 2 * (t + 1) * (n + 1) * (n + 1);
+        crate::parallel::for_each_column_block(rotated.as_mut(), work, |first, block| {
+            let width = block.ncols();
+            matmul(
+                block,
+                Accum::Replace,
+                active_u.as_ref(),
+                small.as_ref().subcols(first, width),
+                1.0,
+                Par::Seq,
+            );
+        });
         // Assemble and sort ascending.
         let mut columns: Vec<(f64, usize, bool)> = (0..=n).map(|j| (values[j], j, true)).collect();
         columns.extend((0..t).filter(|&i| deflated[i]).map(|i| (d[i], i, false)));

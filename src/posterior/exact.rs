@@ -839,6 +839,7 @@ impl<K: Kernel> ExactPosterior<K> {
                     }
                 });
             }
+            let nearest = select::nearest_observations(cross, t, m);
             let batch = select::Batch {
                 factors: &self.factors,
                 cross,
@@ -848,6 +849,7 @@ impl<K: Kernel> ExactPosterior<K> {
                 stale: &stale,
                 widths,
                 tails: &tails,
+                nearest: &nearest,
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.

@@ -27,12 +27,26 @@
 //! rounding makes ρ² slightly negative and it is clamped to 0, u may exceed A by the clamping
 //! tolerance: the bound takes the larger of the two expressions.)
 //!
+//! **Two observations ahead.** Most of a point's remaining variance is usually explained by
+//! the observations nearest to it, wherever they sit among the rows. Conditioning on more data
+//! never increases a posterior variance, so ρ_t²(x) ≤ the variance given the first r
+//! observations and the two observations i₁, i₂ > r with the largest k(x, xᵢ):
+//! ρ_t² ≤ A² − g, g = cᵀC⁻¹c, where cₖ = k(x, x_{iₖ}) − vᵀL[iₖ, ..r] are the posterior
+//! covariances given the first r (row iₖ of L begins with L_r⁻¹k_r(x_{iₖ})), and C, the
+//! posterior covariance of the two plus aI, is read off the rows' unsolved parts:
+//! C_kl = Σ_{j≥r} L[iₖ, j] L[i_l, j]. That is two dot products of length r per point and
+//! regulariser, and the mean's bound becomes max over u ∈ [√g, A]. g is used only where the
+//! 2 × 2 system is well conditioned, and reduced by the rounding allowance of the clamping
+//! (10⁻⁶(k(x, x) + a)), the same allowance the forward substitution's rounding is granted
+//! everywhere else. This halves the rows solved for the points that survive the first block.
+//!
 //! Floating point: the partial sums are accumulated row by row in the same order as the final
 //! ones, the stale mean enters both identically, and the upper bounds carry a margin of
 //! 2(t + 8)ε times the magnitudes involved, more than the rounding of any sum of at most t
-//! terms; so the upper bounds are ≥ the final values as computed, and a dropped point's U is
-//! strictly below a value that some point attains. The selected index is therefore the exact
-//! argmax of U as computed here (the lowest index among ties).
+//! terms; the look-ahead g gives up twice the clamping allowance. So the upper bounds are ≥
+//! the final values as computed, and a dropped point's U is strictly below a value that some
+//! point attains. The selected index is therefore the argmax of U as computed here (the
+//! lowest index among ties).
 
 use faer::MatMut;
 
@@ -41,8 +55,9 @@ use super::cholesky::BLOCK_ROWS;
 use super::health::{clamp_variance, rounding_tolerance};
 use crate::error::{Error, Result};
 
-/// Points solved to the end early, to give the second floor.
-const PROBES: usize = 4;
+/// Points solved to the end early, to give the floor (two did as well as four or eight in
+/// measurements at t = 1000: each costs a full pass over the factor).
+const PROBES: usize = 2;
 /// Rows solved for every point before the probes are chosen.
 const PROBE_AFTER: usize = BLOCK_ROWS;
 
@@ -65,6 +80,31 @@ pub(crate) struct Batch<'a> {
     pub widths: &'a [f64],
     /// Per regulariser, Σ_{k≥i} w_k² for i = 0..=t (t + 1 entries each, regulariser-major).
     pub tails: &'a [f64],
+    /// Per point, the two observations with the largest k(xᵢ, q_j) ([`nearest_observations`]).
+    pub nearest: &'a [[usize; 2]],
+}
+
+/// Per point q_j of a cross block k(xᵢ, q_j) (row-major t × m), the indices of the two
+/// observations with the largest kernel values, the larger first (the first index among ties;
+/// both 0 when t = 1).
+pub(crate) fn nearest_observations(cross: &[f64], t: usize, m: usize) -> Vec<[usize; 2]> {
+    let mut nearest = vec![[0, 0]; m];
+    if t < 2 {
+        return nearest;
+    }
+    for (j, pair) in nearest.iter_mut().enumerate() {
+        let value = |i: usize| cross[i * m + j];
+        let (mut first, mut second) = if value(1) > value(0) { (1, 0) } else { (0, 1) };
+        for i in 2..t {
+            if value(i) > value(first) {
+                (first, second) = (i, first);
+            } else if value(i) > value(second) {
+                second = i;
+            }
+        }
+        *pair = [first, second];
+    }
+    nearest
 }
 
 impl Batch<'_> {
@@ -82,6 +122,7 @@ impl Batch<'_> {
         rows: usize,
         explained: impl Fn(usize) -> f64,
         partial: impl Fn(usize) -> f64,
+        ahead: impl Fn(usize) -> f64,
     ) -> f64 {
         let (m, t) = (self.len, self.rows());
         let prior = self.prior_variance[j];
@@ -95,8 +136,16 @@ impl Batch<'_> {
                 }
                 let missing = self.tails[r * (t + 1) + rows.max(self.stale[r])];
                 let slack = rounding_tolerance(prior.abs() + self.factors[r].regulariser());
-                let bonus = (variance.sqrt() * (missing + width * width).sqrt())
-                    .max(((variance + slack) * missing).sqrt());
+                // max over u ∈ [√g, A] of u W + w √(A² − u²): at u = A W/√(W² + w²) if that
+                // is allowed, else at u = √g.
+                let gain = ahead(r).min(variance);
+                let spread = missing + width * width;
+                let main = if spread > 0.0 && variance * missing < gain * spread {
+                    (gain * missing).sqrt() + width * (variance - gain).sqrt()
+                } else {
+                    (variance * spread).sqrt()
+                };
+                let bonus = main.max(((variance + slack) * missing).sqrt());
                 let scale = self.means[r * m + j].abs()
                     + partial(r).abs()
                     + 2.0 * (prior.abs() + slack).sqrt() * (missing.sqrt() + width);
@@ -158,7 +207,60 @@ impl Columns {
             self.rows,
             |r| self.explained[r * n + c],
             |r| self.partial[r * n + c],
+            |r| self.ahead(batch, c, r),
         )
+    }
+
+    /// g = cᵀC⁻¹c, the variance that the two observations nearest to column c's point explain
+    /// beyond the solved rows, for regulariser r, less twice the clamping allowance; 0 where
+    /// not both are unsolved or C is not clearly positive definite (then the nearer alone).
+    fn ahead(&self, batch: &Batch<'_>, c: usize, r: usize) -> f64 {
+        let (rows, n, m) = (self.rows, self.len(), batch.len);
+        let j = self.points[c];
+        let [first, second] = batch.nearest[j];
+        if rows == 0 || first < rows {
+            return 0.0;
+        }
+        let factor = &batch.factors[r];
+        let solved = &self.solved[r];
+        // c_k = k(x, x_i) − vᵀL[i, ..r].
+        let covariance = |i: usize| {
+            let row = &factor.row(i)[..rows];
+            let dot: f64 = row
+                .iter()
+                .enumerate()
+                .map(|(k, l)| solved[k * n + c] * l)
+                .sum();
+            batch.cross[i * m + j] - dot
+        };
+        // C_kl = Σ_{j≥r} L[k, j] L[l, j].
+        let unsolved = |k: usize, l: usize| -> f64 {
+            let (a, b) = (factor.row(k), factor.row(l));
+            a[rows..=k.min(l)]
+                .iter()
+                .zip(&b[rows..])
+                .map(|(x, y)| x * y)
+                .sum()
+        };
+        let allowance =
+            2.0 * rounding_tolerance(batch.prior_variance[j].abs() + factor.regulariser());
+        let c1 = covariance(first);
+        let d1 = unsolved(first, first);
+        let mut gain = c1 * c1 / d1;
+        if second >= rows && second != first {
+            let c2 = covariance(second);
+            let (d2, d12) = (unsolved(second, second), unsolved(first, second));
+            let det = d1 * d2 - d12 * d12;
+            if det > 1e-3 * d1 * d2 {
+                let joint = (c1 * c1 * d2 - 2.0 * c1 * c2 * d12 + c2 * c2 * d1) / det;
+                gain = gain.max(joint);
+            }
+        }
+        if gain.is_finite() {
+            (gain - allowance).max(0.0)
+        } else {
+            0.0
+        }
     }
 
     /// Solves the next chunk of rows for every point.
@@ -438,6 +540,7 @@ mod tests {
                 }
             }
             let stale = [stale_rows; 3];
+            let nearest = nearest_observations(&cross, t, m);
             for widths in [[0.5, 0.5, 0.5], [30.0, 3.0, 0.1], [0.0, 0.0, 0.0]] {
                 let batch = Batch {
                     factors: &factors,
@@ -448,6 +551,7 @@ mod tests {
                     stale: &stale,
                     widths: &widths,
                     tails: &tails,
+                    nearest: &nearest,
                 };
                 let mut columns = Columns::all(&batch, vec![Vec::new(); 3]);
                 let mut uppers = Vec::new();
