@@ -749,18 +749,22 @@ impl<K: Kernel> ExactPosterior<K> {
     /// over the regularisers r, with `widths` w_r ≥ 0 (one per regulariser); the lowest index
     /// among ties. This is what a UCB agent plays, found without solving for every point.
     ///
-    /// μ_r costs O(t) per point, through α_r = (K_t + a_rI)⁻¹y (one O(t²) back substitution
-    /// per regulariser and call); ρ_r² = k(x, x) − ‖L_r⁻¹k_t(x)‖² is what costs O(t²) per
-    /// point. The forward substitutions run in row chunks, and a point is dropped as soon as an
-    /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
-    /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
-    /// solved first. The result is exact, not a heuristic: see the `select` module for why
-    /// this holds in floating point too. Up to 128 observations (one storage block of the
-    /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
-    /// kept, so that an update there costs O(t) per regulariser.
+    /// ρ_r² = k(x, x) − ‖L_r⁻¹k_t(x)‖² is what costs O(t²) per point. The forward
+    /// substitutions run in row chunks, and a point is dropped as soon as an upper bound on its
+    /// U (from the rows solved so far, and the two observations nearest to it) falls below a
+    /// value the maximum is known to reach: the exact U of the two most promising points,
+    /// solved first. The mean μ_r = vᵀw accumulates with the solved rows from a stale start:
+    /// the weights α_s = (K_s + a_rI)⁻¹y_s of the first s observations, kept between calls and
+    /// recomputed (one O(t²) back substitution) only once they miss more than 64 observations
+    /// or whitened targets worth more than a sixteenth of w_r²; the part they miss is bounded
+    /// by Cauchy–Schwarz until it is solved. So a call reads each factor about once. The result
+    /// is exact, not a heuristic: see the `select` module for the bounds and why they hold in
+    /// floating point too. Up to 128 observations (one storage block of the factors, where
+    /// the pruning has nothing to skip) it simply evaluates every point. The chosen point's
+    /// solved columns are kept, so that an update there costs O(t) per regulariser.
     ///
-    /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
-    /// value [`ExactPosterior::evaluate`] implies in the last bits.
+    /// The stale start makes U differ from the value [`ExactPosterior::evaluate`] implies in
+    /// the last bits (evaluate's mean is vᵀw from the first row).
     ///
     /// # Errors
     /// [`Error::NoArms`] for no point; [`Error::InvalidParameter`] for a wrong number of widths

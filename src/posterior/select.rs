@@ -92,17 +92,29 @@ pub(crate) fn nearest_observations(cross: &[f64], t: usize, m: usize) -> Vec<[us
     if t < 2 {
         return nearest;
     }
+    // The two largest values so far per point; row by row, so that the block is read in order.
+    let mut top: Vec<[f64; 2]> = Vec::with_capacity(m);
     for (j, pair) in nearest.iter_mut().enumerate() {
-        let value = |i: usize| cross[i * m + j];
-        let (mut first, mut second) = if value(1) > value(0) { (1, 0) } else { (0, 1) };
-        for i in 2..t {
-            if value(i) > value(first) {
-                (first, second) = (i, first);
-            } else if value(i) > value(second) {
-                second = i;
+        let (a, b) = (cross[j], cross[m + j]);
+        if b > a {
+            *pair = [1, 0];
+            top.push([b, a]);
+        } else {
+            *pair = [0, 1];
+            top.push([a, b]);
+        }
+    }
+    for i in 2..t {
+        let row = &cross[i * m..(i + 1) * m];
+        for ((&v, pair), best) in row.iter().zip(&mut nearest).zip(&mut top) {
+            if v > best[0] {
+                *pair = [i, pair[0]];
+                *best = [v, best[0]];
+            } else if v > best[1] {
+                pair[1] = i;
+                best[1] = v;
             }
         }
-        *pair = [first, second];
     }
     nearest
 }
@@ -478,6 +490,28 @@ mod tests {
     use crate::posterior::ExactPosterior;
     use rand::rngs::ChaCha8Rng;
     use rand::{RngExt, SeedableRng};
+
+    /// The two largest entries of every column, the first index among ties, against a sort.
+    #[test]
+    fn nearest_observations_match_a_sort() {
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let (t, m) = (57, 11);
+        // Few distinct values, so that ties are common.
+        let cross: Vec<f64> = (0..t * m)
+            .map(|_| f64::from(rng.random_range(0..6u8)))
+            .collect();
+        let nearest = nearest_observations(&cross, t, m);
+        for (j, pair) in nearest.iter().enumerate() {
+            let mut order: Vec<usize> = (0..t).collect();
+            order.sort_by(|&a, &b| {
+                cross[b * m + j]
+                    .total_cmp(&cross[a * m + j])
+                    .then(a.cmp(&b))
+            });
+            assert_eq!(*pair, [order[0], order[1]], "column {j}");
+        }
+        assert_eq!(nearest_observations(&[1.0, 2.0], 1, 2), vec![[0, 0]; 2]);
+    }
 
     /// The upper bound after every row chunk is ≥ the final U of every point, for stale
     /// weights covering none, some or all of the rows, for regularisers whose whitened targets
