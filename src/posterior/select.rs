@@ -48,12 +48,15 @@
 //! point attains. The selected index is therefore the argmax of U as computed here (the
 //! lowest index among ties).
 
+use std::cmp::Ordering;
+
 use faer::MatMut;
 
 use super::CholeskyFactor;
 use super::cholesky::BLOCK_ROWS;
 use super::health::{clamp_variance, rounding_tolerance};
 use crate::error::{Error, Result};
+use crate::linalg::dot;
 
 /// Points solved to the end early, to give the floor (two did as well as four or eight in
 /// measurements at t = 1000: each costs a full pass over the factor).
@@ -189,6 +192,9 @@ struct Columns {
     /// Σ vᵢwᵢ over the solved rows i ≥ s_r (the part of the mean the stale means lack),
     /// regulariser-major like `explained`.
     partial: Vec<f64>,
+    /// vᵀL[iₖ, ..rows] for the two nearest observations iₖ of each point (the part of the
+    /// look-ahead covariance cₖ accumulated so far): `dots[(2r + k) * points.len() + c]`.
+    dots: Vec<f64>,
     /// Rows solved so far.
     rows: usize,
 }
@@ -204,6 +210,7 @@ impl Columns {
             solved: storage,
             explained: vec![0.0; n_reg * batch.len],
             partial: vec![0.0; n_reg * batch.len],
+            dots: vec![0.0; 2 * n_reg * batch.len],
             rows: 0,
         }
     }
@@ -212,15 +219,28 @@ impl Columns {
         self.points.len()
     }
 
-    fn upper(&self, batch: &Batch<'_>, c: usize) -> f64 {
+    /// The upper bound on U at column c, with the look-ahead of the two nearest observations
+    /// if `ahead` (O(t) more per regulariser), else without (O(1)); never larger with it.
+    fn upper(&self, batch: &Batch<'_>, c: usize, ahead: bool) -> f64 {
         let n = self.len();
         batch.upper(
             self.points[c],
             self.rows,
             |r| self.explained[r * n + c],
             |r| self.partial[r * n + c],
-            |r| self.ahead(batch, c, r),
+            |r| if ahead { self.ahead(batch, c, r) } else { 0.0 },
         )
+    }
+
+    /// Whether column c may still hold the maximum: its upper bound is not below `floor`
+    /// (NaN is kept, for the final check to report). The look-ahead is computed only for the
+    /// points that survive the bound without it.
+    fn may_win(&self, batch: &Batch<'_>, c: usize, floor: f64) -> bool {
+        if floor == f64::NEG_INFINITY {
+            return true;
+        }
+        let below = |ahead| self.upper(batch, c, ahead).partial_cmp(&floor) == Some(Ordering::Less);
+        !below(false) && !below(true)
     }
 
     /// g = cᵀC⁻¹c, the variance that the two observations nearest to column c's point explain
@@ -234,33 +254,21 @@ impl Columns {
             return 0.0;
         }
         let factor = &batch.factors[r];
-        let solved = &self.solved[r];
-        // c_k = k(x, x_i) − vᵀL[i, ..r].
-        let covariance = |i: usize| {
-            let row = &factor.row(i)[..rows];
-            let dot: f64 = row
-                .iter()
-                .enumerate()
-                .map(|(k, l)| solved[k * n + c] * l)
-                .sum();
-            batch.cross[i * m + j] - dot
-        };
+        // c_k = k(x, x_i) − vᵀL[i, ..r], the dot accumulated by `advance`.
+        let covariance =
+            |k: usize, i: usize| batch.cross[i * m + j] - self.dots[(2 * r + k) * n + c];
         // C_kl = Σ_{j≥r} L[k, j] L[l, j].
         let unsolved = |k: usize, l: usize| -> f64 {
-            let (a, b) = (factor.row(k), factor.row(l));
-            a[rows..=k.min(l)]
-                .iter()
-                .zip(&b[rows..])
-                .map(|(x, y)| x * y)
-                .sum()
+            let end = k.min(l) + 1;
+            dot(&factor.row(k)[rows..end], &factor.row(l)[rows..end])
         };
         let allowance =
             2.0 * rounding_tolerance(batch.prior_variance[j].abs() + factor.regulariser());
-        let c1 = covariance(first);
+        let c1 = covariance(0, first);
         let d1 = unsolved(first, first);
         let mut gain = c1 * c1 / d1;
         if second >= rows && second != first {
-            let c2 = covariance(second);
+            let c2 = covariance(1, second);
             let (d2, d12) = (unsolved(second, second), unsolved(first, second));
             let det = d1 * d2 - d12 * d12;
             if det > 1e-3 * d1 * d2 {
@@ -308,6 +316,23 @@ impl Columns {
                     }
                 }
             }
+            // vᵀL[iₖ, start..end] for the nearest observations not solved yet (the others'
+            // look-ahead is 0, and their dots are never read).
+            for k in 0..2 {
+                let dots = &mut self.dots[(2 * r + k) * n..(2 * r + k + 1) * n];
+                for (c, dot) in dots.iter_mut().enumerate() {
+                    let near = batch.nearest[self.points[c]][k];
+                    if near < end {
+                        continue;
+                    }
+                    let l = &factor.row(near)[start..end];
+                    *dot += l
+                        .iter()
+                        .enumerate()
+                        .map(|(i, l)| solved[(start + i) * n + c] * l)
+                        .sum::<f64>();
+                }
+            }
         }
         self.rows = end;
     }
@@ -339,6 +364,8 @@ impl Columns {
         self.explained.truncate(self.solved.len() * kept.len());
         compact_columns(&mut self.partial, n, kept);
         self.partial.truncate(self.solved.len() * kept.len());
+        compact_columns(&mut self.dots, n, kept);
+        self.dots.truncate(2 * self.solved.len() * kept.len());
         self.points = kept.iter().map(|&c| self.points[c]).collect();
     }
 
@@ -360,6 +387,7 @@ impl Columns {
                 .collect(),
             explained: gather(&self.explained),
             partial: gather(&self.partial),
+            dots: gather(&self.dots),
             rows: self.rows,
         };
         let kept: Vec<usize> = (0..n).filter(|c| !taken.contains(c)).collect();
@@ -417,14 +445,16 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
     loop {
         // NaN (from a NaN mean) is kept, for the final check to report.
         let kept: Vec<usize> = (0..rest.len())
-            .filter(|&c| rest.upper(batch, c).partial_cmp(&floor) != Some(std::cmp::Ordering::Less))
+            .filter(|&c| rest.may_win(batch, c, floor))
             .collect();
         rest.retain(&kept);
         if rest.rows == t || rest.len() == 0 {
             break;
         }
         if finished.is_empty() && rest.rows >= PROBE_AFTER && rest.len() > PROBES {
-            let uppers: Vec<f64> = (0..rest.len()).map(|c| rest.upper(batch, c)).collect();
+            let uppers: Vec<f64> = (0..rest.len())
+                .map(|c| rest.upper(batch, c, true))
+                .collect();
             let mut order: Vec<usize> = (0..rest.len()).collect();
             order.sort_by(|&a, &b| uppers[b].total_cmp(&uppers[a]));
             let mut top = order[..PROBES].to_vec();
@@ -593,7 +623,9 @@ mod tests {
                     columns.advance(&batch);
                     uppers.push((
                         columns.rows,
-                        (0..m).map(|c| columns.upper(&batch, c)).collect::<Vec<_>>(),
+                        (0..m)
+                            .map(|c| columns.upper(&batch, c, true))
+                            .collect::<Vec<_>>(),
                     ));
                 }
                 let values = columns.values(&batch).unwrap();
