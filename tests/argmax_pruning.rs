@@ -251,7 +251,7 @@ fn invalid_queries_are_errors_and_change_nothing() {
 }
 
 /// U at every point from `ExactPosterior::evaluate` (full solves, means from the solved
-/// columns): the reference for the stale-weight tests below.
+/// columns): the reference for the test below.
 fn evaluated_ucb<K: Kernel>(gp: &ExactPosterior<K>, arms: &[Vec<f64>], widths: &[f64]) -> Vec<f64> {
     let batch = gp.evaluate(&arms.as_points().unwrap()).unwrap();
     (0..arms.len())
@@ -292,7 +292,7 @@ fn structured_arms(rng: &mut ChaCha8Rng, observed: &[Vec<f64>]) -> Vec<Vec<f64>>
     arms
 }
 
-/// One round of the stale-weight test: a structured arm set, the pruned choice checked against
+/// One round of `argmax_follows_truncations_windows_and_scales`: a structured arm set, the pruned choice checked against
 /// `evaluate`, and an observation (`sign`·`scale` times the target, plus noise) at the choice.
 fn play(
     gp: &mut ExactPosterior<Matern>,
@@ -321,32 +321,29 @@ fn play(
     observed.push(arms[chosen].clone());
 }
 
-/// The pruned argmax with stale weights α_s (`ExactPosterior::argmax_upper` keeps them between
-/// queries and recomputes them when they miss too much), queried after every update along a
-/// path that crosses every way the first s rows can change under them: appends past the
-/// refresh limit, a truncation below s followed by appends past s without a query, a sliding
-/// window's downdates followed likewise, and targets whose whitened values dwarf one width
-/// (forcing a refresh every round) while another width is 0. Every choice must be the argmax
-/// of `evaluate`'s U (to 10⁻⁹ relative, the two means differing in the last bits) and never a
-/// later copy of an exact duplicate.
+/// The pruned argmax (`ExactPosterior::argmax_upper`) queried after every update along a path
+/// that changes the factors in every way a later query must see: appends past a storage
+/// block, a truncation followed by appends without a query (with the opposite sign, so that
+/// anything kept from before the truncation would be badly wrong, then points whose targets
+/// equal the posterior mean), a sliding window's downdates followed likewise, and targets
+/// 10⁴ times larger with one width 0. Every choice must be the argmax of `evaluate`'s U (to
+/// 10⁻⁹ relative, the two means differing in the last bits) and never a later copy of an exact
+/// duplicate, on arm sets with mirrored pairs, observed points, points a few ulps apart and a
+/// point within 10⁻⁹.
 #[test]
-fn stale_weights_survive_truncations_windows_and_refreshes() {
+fn argmax_follows_truncations_windows_and_scales() {
     let kernel = Matern::new(2.5, 0.3).unwrap();
     let mut gp = ExactPosterior::new(kernel, &[0.001, 0.01, 0.1, 1.0]).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(21);
     let mut observed: Vec<Vec<f64>> = Vec::new();
     let widths = [3.0, 2.0, 1.5, 1.0];
-    // Warm up past one storage block (below it every point is solved), then query every round
-    // for more than the refresh limit.
+    // Warm up past one storage block (below it every point is solved), querying every round.
     for round in 0..240 {
         play(&mut gp, &mut observed, &mut rng, round, 1.0, 1.0, &widths);
     }
-    // Truncate below the cached weights, then append past their length without a query: with
-    // the opposite sign up to s (weights from before the truncation would be badly wrong), then
-    // two points whose targets equal the posterior mean at regulariser 1 (whitened targets ≈ 0
-    // there, so that only the truncation can tell the weights are stale). The zero widths of
-    // the last query make every regulariser recompute its weights: s = 240. The large widths
-    // of the others make U follow regulariser 1.
+    // Truncate, then append past the old length without a query: with the opposite sign, then
+    // two points whose targets equal the posterior mean at regulariser 1. The large widths of
+    // the others make U follow regulariser 1.
     let steer = [1e3, 1e3, 1e3, 1.0];
     let zero = [0.0; 4];
     play(&mut gp, &mut observed, &mut rng, 239, 1.0, 1.0, &zero);
@@ -376,8 +373,8 @@ fn stale_weights_survive_truncations_windows_and_refreshes() {
     for round in 240..260 {
         play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &steer);
     }
-    // A sliding window: weights recomputed, the oldest dropped (every row of the factors
-    // changes), two explained points appended, then a query; repeatedly.
+    // A sliding window: a query, the oldest dropped (every row of the factors changes), two
+    // explained points appended, then a query; repeatedly.
     for round in 260..280 {
         play(&mut gp, &mut observed, &mut rng, round, -1.0, 1.0, &zero);
         gp.remove_oldest();

@@ -403,7 +403,6 @@ impl<K: Kernel> ExactPosterior<K> {
         if self.is_empty() {
             return Ok(());
         }
-        self.workspace.forget_weights(0);
         let inputs = std::mem::take(&mut self.inputs);
         let targets = std::mem::take(&mut self.targets);
         let fixed = self.fixed.take();
@@ -674,7 +673,6 @@ impl<K: Kernel> ExactPosterior<K> {
         let d = self.dim.unwrap_or(0);
         self.inputs.truncate(len * d);
         self.targets.truncate(len);
-        self.workspace.forget_weights(len);
         for factor in &mut self.factors {
             factor.truncate(len);
         }
@@ -693,7 +691,6 @@ impl<K: Kernel> ExactPosterior<K> {
         let d = self.dim.unwrap_or(0);
         self.inputs.drain(..d);
         self.targets.remove(0);
-        self.workspace.forget_weights(0);
         let rotations: Vec<_> = self
             .factors
             .iter_mut()
@@ -749,22 +746,18 @@ impl<K: Kernel> ExactPosterior<K> {
     /// over the regularisers r, with `widths` w_r ≥ 0 (one per regulariser); the lowest index
     /// among ties. This is what a UCB agent plays, found without solving for every point.
     ///
-    /// ρ_r² = k(x, x) − ‖L_r⁻¹k_t(x)‖² is what costs O(t²) per point. The forward
-    /// substitutions run in row chunks, and a point is dropped as soon as an upper bound on its
-    /// U (from the rows solved so far, and the two observations nearest to it) falls below a
-    /// value the maximum is known to reach: the exact U of the two most promising points,
-    /// solved first. The mean μ_r = vᵀw accumulates with the solved rows from a stale start:
-    /// the weights α_s = (K_s + a_rI)⁻¹y_s of the first s observations, kept between calls and
-    /// recomputed (one O(t²) back substitution) only once they miss more than 64 observations
-    /// or whitened targets worth more than a sixteenth of w_r²; the part they miss is bounded
-    /// by Cauchy–Schwarz until it is solved. So a call reads each factor about once. The result
-    /// is exact, not a heuristic: see the `select` module for the bounds and why they hold in
-    /// floating point too. Up to 128 observations (one storage block of the factors, where
-    /// the pruning has nothing to skip) it simply evaluates every point. The chosen point's
-    /// solved columns are kept, so that an update there costs O(t) per regulariser.
+    /// μ_r costs O(t) per point, through α_r = (K_t + a_rI)⁻¹y (one O(t²) back substitution
+    /// per regulariser and call); ρ_r² = k(x, x) − ‖L_r⁻¹k_t(x)‖² is what costs O(t²) per
+    /// point. The forward substitutions run in row chunks, and a point is dropped as soon as an
+    /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
+    /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
+    /// solved first. The result is exact, not a heuristic: see the `select` module for why
+    /// this holds in floating point too. Up to 128 observations (one storage block of the
+    /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
+    /// kept, so that an update there costs O(t) per regulariser.
     ///
-    /// The stale start makes U differ from the value [`ExactPosterior::evaluate`] implies in
-    /// the last bits (evaluate's mean is vᵀw from the first row).
+    /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
+    /// value [`ExactPosterior::evaluate`] implies in the last bits.
     ///
     /// # Errors
     /// [`Error::NoArms`] for no point; [`Error::InvalidParameter`] for a wrong number of widths
@@ -808,52 +801,34 @@ impl<K: Kernel> ExactPosterior<K> {
                 blocks,
                 points: query_points,
                 cross,
-                weights,
                 ..
             } = workspace;
             let cross = prefix(cross, t * m);
             let prior_variance = self.query_kernel(points, query_points, cross)?;
 
-            // The stale means μ_{s_r}, and Σ_{k≥i} w_k² for the bound on what they lack.
-            let mut tails = vec![0.0; n_reg * (t + 1)];
-            for (factor, tail) in self.factors.iter().zip(tails.chunks_exact_mut(t + 1)) {
-                for (i, w) in factor.whitened_targets().iter().enumerate().rev() {
-                    tail[i] = tail[i + 1] + w * w;
-                }
-            }
-            let mut stale = Vec::with_capacity(n_reg);
+            // μ_r at every point, regulariser-major.
             let mut means = vec![0.0; n_reg * m];
-            let cross: &[f64] = cross;
-            for (r, factor) in self.factors.iter().enumerate() {
-                let alpha = &mut weights[r];
-                let s = alpha.len();
-                let missing = tails[r * (t + 1) + s.min(t)];
-                if s > t || t - s > MAX_STALE_ROWS || missing > STALE_SHARE * widths[r] * widths[r]
-                {
-                    *alpha = factor.weights();
-                }
-                let (alpha, mean) = (&weights[r], &mut means[r * m..(r + 1) * m]);
-                stale.push(alpha.len());
-                crate::parallel::for_each_chunk(mean, MEAN_CHUNK, 2 * alpha.len() * m, |c, out| {
-                    let first = c * MEAN_CHUNK;
-                    for (row, &a) in cross.chunks_exact(m).zip(alpha) {
-                        for (mu, &k) in out.iter_mut().zip(&row[first..]) {
-                            *mu += k * a;
+            if t > 0 {
+                let cross: &[f64] = cross;
+                for (factor, mean) in self.factors.iter().zip(means.chunks_exact_mut(m)) {
+                    let alpha = factor.weights();
+                    crate::parallel::for_each_chunk(mean, MEAN_CHUNK, 2 * t * m, |c, out| {
+                        let first = c * MEAN_CHUNK;
+                        for (row, &a) in cross.chunks_exact(m).zip(&alpha) {
+                            for (mu, &k) in out.iter_mut().zip(&row[first..]) {
+                                *mu += k * a;
+                            }
                         }
-                    }
-                });
+                    });
+                }
             }
-            let nearest = select::nearest_observations(cross, t, m);
             let batch = select::Batch {
                 factors: &self.factors,
                 cross,
                 len: m,
                 prior_variance: &prior_variance,
                 means: &means,
-                stale: &stale,
                 widths,
-                tails: &tails,
-                nearest: &nearest,
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.
@@ -946,14 +921,6 @@ fn non_finite_at_observation() -> Error {
 
 /// Points per chunk of the mean accumulation in [`ExactPosterior::argmax_upper`].
 const MEAN_CHUNK: usize = 1024;
-
-/// [`ExactPosterior::argmax_upper`] recomputes the weights α_s of a regulariser once they
-/// miss more than this many observations ...
-const MAX_STALE_ROWS: usize = 64;
-
-/// ... or once the whitened targets they miss, Σ_{i>s} wᵢ², exceed this share of the squared
-/// width: the pruning bound's factor √(1 + W²/w²) then stays below √(1 + 1/16) ≈ 1.03.
-const STALE_SHARE: f64 = 1.0 / 16.0;
 
 /// U(x_j) = min_r (μ_r(x_j) + w_r ρ_r(x_j)) at every point of a batch.
 fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {

@@ -82,12 +82,6 @@ impl Health {
 /// leaves two orders of magnitude of room at t = 1000 even for a = 10⁻¹⁰.
 const ROUNDING_TOLERANCE: f64 = 1e-6;
 
-/// The most negative posterior variance that [`clamp_variance`] takes for rounding (and raises
-/// to 0), for a variance at the given scale k(x, x) + a.
-pub(crate) fn rounding_tolerance(scale: f64) -> f64 {
-    ROUNDING_TOLERANCE * scale
-}
-
 /// Clamps a posterior variance that rounding made slightly negative to 0.
 ///
 /// # Errors

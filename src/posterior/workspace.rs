@@ -24,11 +24,6 @@ pub(crate) struct QueryWorkspace {
     /// Scratch for the unsolved cross-kernel block of
     /// [`super::ExactPosterior::argmax_upper`].
     pub(crate) cross: Vec<f64>,
-    /// Per regulariser, α_s = (K_s + aI)⁻¹y_s for the first s = `len()` observations, as
-    /// computed from the current factor (empty when unknown): the stale weights of
-    /// [`super::ExactPosterior::argmax_upper`]. Appending observations keeps them valid; any
-    /// change to the first s rows of a factor must clear them ([`SharedWorkspace::forget_weights`]).
-    pub(crate) weights: Vec<Vec<f64>>,
 }
 
 impl QueryWorkspace {
@@ -81,23 +76,7 @@ impl SharedWorkspace {
         };
         workspace.generation = None;
         workspace.blocks.resize_with(regularisers, Vec::new);
-        workspace.weights.resize_with(regularisers, Vec::new);
         query(workspace)
-    }
-
-    /// Forgets the stale weights that cover more than `rows` observations (all of them for
-    /// `rows = 0`): after a truncation to `rows`, or with 0 after any change to the existing
-    /// rows of the factors (a downdate, a refactorisation).
-    pub(crate) fn forget_weights(&mut self, rows: usize) {
-        let workspace = match self.0.get_mut() {
-            Ok(workspace) => workspace,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        for alpha in &mut workspace.weights {
-            if alpha.len() > rows {
-                alpha.clear();
-            }
-        }
     }
 
     /// The solved columns of `x` from the last query, if it contained exactly `x` and the
