@@ -109,3 +109,39 @@ fn results_are_bit_identical_on_one_and_on_several_threads() {
     assert_eq!(one, two);
     assert_eq!(one, four);
 }
+
+/// CMM-UCB's bordered eigendecomposition update multiplies the eigenvectors in blocks of
+/// columns spread over the threads: its bounds after several updates past 256 observations
+/// (more than one block) must be the same bits on one thread and on two.
+#[test]
+fn cmm_updates_are_bit_identical_on_one_and_on_several_threads() {
+    let cmm_run = || {
+        let params = BoundParams::new().sigma(0.1).norm_bound(5.0).scale(1.0);
+        let mut cmm = Cmm::new(Matern::new(2.5, 0.4).unwrap(), params).unwrap();
+        let data = points(300, 4);
+        for x in &data[..290] {
+            cmm.observe(x, reward(x)).unwrap();
+        }
+        let queries = points(20, 5);
+        let mut seen = Vec::new();
+        for x in &data[290..] {
+            // Each query after one observation runs a bordered update of the last spectrum.
+            let bounds = cmm.bounds(&queries).unwrap();
+            seen.push((bits(&bounds.ucb), bits(&bounds.lcb)));
+            cmm.observe(x, reward(x)).unwrap();
+        }
+        assert_eq!(cmm.health().full_decompositions, 1, "{:?}", cmm.health());
+        seen
+    };
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(cmm_run);
+    let two = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap()
+        .install(cmm_run);
+    assert_eq!(one, two);
+}
