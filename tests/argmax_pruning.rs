@@ -250,19 +250,6 @@ fn invalid_queries_are_errors_and_change_nothing() {
     assert_eq!(dmm.bounds(&probe).unwrap(), before);
 }
 
-/// U at every point from `ExactPosterior::evaluate` (full solves, means from the solved
-/// columns): the reference for the test below.
-fn evaluated_ucb<K: Kernel>(gp: &ExactPosterior<K>, arms: &[Vec<f64>], widths: &[f64]) -> Vec<f64> {
-    let batch = gp.evaluate(&arms.as_points().unwrap()).unwrap();
-    (0..arms.len())
-        .map(|j| {
-            (0..widths.len())
-                .map(|r| batch.mean(r)[j] + widths[r] * batch.variance(r)[j].sqrt())
-                .fold(f64::INFINITY, f64::min)
-        })
-        .collect()
-}
-
 /// A structured arm set around the data: uniform points, their mirror images 1 − x, observed
 /// points, exact duplicates (of an arm and of an observed point), a cluster of points a few
 /// ulps apart and one within 10⁻⁹.
@@ -292,8 +279,9 @@ fn structured_arms(rng: &mut ChaCha8Rng, observed: &[Vec<f64>]) -> Vec<Vec<f64>>
     arms
 }
 
-/// One round of `argmax_follows_truncations_windows_and_scales`: a structured arm set, the pruned choice checked against
-/// `evaluate`, and an observation (`sign`·`scale` times the target, plus noise) at the choice.
+/// One round of `argmax_follows_truncations_windows_and_scales`: a structured arm set, the
+/// pruned choice checked against the dense reference, and an observation (`sign`·`scale` times
+/// the target, plus noise) at the choice.
 fn play(
     gp: &mut ExactPosterior<Matern>,
     observed: &mut Vec<Vec<f64>>,
@@ -305,7 +293,7 @@ fn play(
 ) {
     let arms = structured_arms(rng, observed);
     let chosen = gp.argmax_upper(&arms.as_points().unwrap(), widths).unwrap();
-    let reference = evaluated_ucb(gp, &arms, widths);
+    let reference = reference_ucb(gp, widths, &arms);
     assert_best(
         &reference,
         chosen,
@@ -326,8 +314,8 @@ fn play(
 /// block, a truncation followed by appends without a query (with the opposite sign, so that
 /// anything kept from before the truncation would be badly wrong, then points whose targets
 /// equal the posterior mean), a sliding window's downdates followed likewise, and targets
-/// 10⁴ times larger with one width 0. Every choice must be the argmax of `evaluate`'s U (to
-/// 10⁻⁹ relative, the two means differing in the last bits) and never a later copy of an exact
+/// 10⁴ times larger with one width 0. Every choice must be the argmax of the dense nalgebra
+/// reference U (`reference_ucb`, to 10⁻⁹ relative) and never a later copy of an exact
 /// duplicate, on arm sets with mirrored pairs, observed points, points a few ulps apart and a
 /// point within 10⁻⁹.
 #[test]
