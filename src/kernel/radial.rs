@@ -7,14 +7,51 @@
 //! branch-free exponential that vectorises (the C library's `exp` is an opaque scalar call).
 //! The speed-up is recorded in the repository's BENCHMARKS.md.
 
-/// Writes ‖(xᵢ − y)·inv_scale‖² for every row xᵢ of the row-major `rows` into `out`.
+/// Writes ‖(xᵢ − y)·inv_scale‖² for every row xᵢ of the row-major `rows` into `out`, summed
+/// over the coordinates in order from 0.0, so that every value equals
+/// [`super::scaled_sq_dist`]`(xᵢ, y, inv_scale)` bit for bit.
+///
+/// For d ≤ 8 the dimension is a compile-time constant, so that the loop over the rows
+/// vectorises (interleaved loads) inside `pulp`'s dispatch; larger d take the generic loop.
 #[inline]
 pub(crate) fn scaled_sq_dists(rows: &[f64], y: &[f64], inv_scale: f64, out: &mut [f64]) {
     let d = y.len();
     debug_assert_eq!(rows.len(), out.len() * d);
-    for (o, x) in out.iter_mut().zip(rows.chunks_exact(d)) {
-        *o = super::scaled_sq_dist(x, y, inv_scale);
+    match d {
+        1 => fixed_dim::<1>(rows, y, inv_scale, out),
+        2 => fixed_dim::<2>(rows, y, inv_scale, out),
+        3 => fixed_dim::<3>(rows, y, inv_scale, out),
+        4 => fixed_dim::<4>(rows, y, inv_scale, out),
+        5 => fixed_dim::<5>(rows, y, inv_scale, out),
+        6 => fixed_dim::<6>(rows, y, inv_scale, out),
+        7 => fixed_dim::<7>(rows, y, inv_scale, out),
+        8 => fixed_dim::<8>(rows, y, inv_scale, out),
+        _ => {
+            for (o, x) in out.iter_mut().zip(rows.chunks_exact(d)) {
+                *o = super::scaled_sq_dist(x, y, inv_scale);
+            }
+        }
     }
+}
+
+/// [`scaled_sq_dists`] for a dimension `D` known at compile time.
+#[inline(always)]
+fn fixed_dim<const D: usize>(rows: &[f64], y: &[f64], inv_scale: f64, out: &mut [f64]) {
+    let (rows, _) = rows.as_chunks::<D>();
+    let y: &[f64; D] = y.try_into().expect("y has D coordinates");
+    pulp::Arch::new().dispatch(
+        #[inline(always)]
+        || {
+            for (o, x) in out.iter_mut().zip(rows) {
+                let mut sum = 0.0;
+                for k in 0..D {
+                    let d = (x[k] - y[k]) * inv_scale;
+                    sum += d * d;
+                }
+                *o = sum;
+            }
+        },
+    );
 }
 
 /// Applies `profile` to every value of `values`, in a context compiled for the best SIMD

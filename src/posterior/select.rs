@@ -78,12 +78,12 @@ fn chunk_end(start: usize, t: usize) -> usize {
 struct Columns {
     /// Their indices in the batch, ascending.
     points: Vec<usize>,
-    /// Per regulariser, row-major `rows × points.len()`.
+    /// Per regulariser, row-major `rows[r] × points.len()`.
     solved: Vec<Vec<f64>>,
     /// ‖solved rows‖², regulariser-major: `explained[r * points.len() + c]`.
     explained: Vec<f64>,
-    /// Rows solved so far.
-    rows: usize,
+    /// Rows solved so far, per regulariser.
+    rows: Vec<usize>,
 }
 
 impl Columns {
@@ -96,7 +96,7 @@ impl Columns {
             points: (0..batch.len).collect(),
             solved: storage,
             explained: vec![0.0; n_reg * batch.len],
-            rows: 0,
+            rows: vec![0; n_reg],
         }
     }
 
@@ -109,11 +109,33 @@ impl Columns {
         batch.upper(self.points[c], |r| self.explained[r * n + c])
     }
 
-    /// Solves the next chunk of rows for every point.
+    /// Whether every regulariser's rows are all solved.
+    fn done(&self, t: usize) -> bool {
+        self.rows.iter().all(|&rows| rows == t)
+    }
+
+    /// The fewest rows solved for any regulariser.
+    fn min_rows(&self) -> usize {
+        self.rows.iter().copied().min().unwrap_or(0)
+    }
+
+    /// Solves the next chunk of rows for every point, for every regulariser with rows left.
     fn advance(&mut self, batch: &Batch<'_>) {
-        let (start, n, m) = (self.rows, self.len(), batch.len);
+        for r in 0..batch.factors.len() {
+            self.advance_factor(batch, r);
+        }
+    }
+
+    /// Solves the next chunk of rows of regulariser `r` for every point (nothing once all its
+    /// rows are solved).
+    fn advance_factor(&mut self, batch: &Batch<'_>, r: usize) {
+        let (start, n, m) = (self.rows[r], self.len(), batch.len);
+        if start == batch.rows() {
+            return;
+        }
         let end = chunk_end(start, batch.rows());
-        for (r, factor) in batch.factors.iter().enumerate() {
+        let factor = &batch.factors[r];
+        {
             let solved = &mut self.solved[r];
             solved.resize(end * n, 0.0);
             let points = &self.points;
@@ -136,7 +158,7 @@ impl Columns {
                 }
             }
         }
-        self.rows = end;
+        self.rows[r] = end;
     }
 
     /// Keeps the columns at the ascending positions `kept`, in place.
@@ -145,8 +167,7 @@ impl Columns {
         if kept.len() == n {
             return;
         }
-        for solved in &mut self.solved {
-            let rows = self.rows;
+        for (solved, &rows) in self.solved.iter_mut().zip(&self.rows) {
             if rows * kept.len() >= 1 << 16 {
                 // Out of place, so that the rows can be copied in parallel.
                 let mut packed = vec![0.0; rows * kept.len()];
@@ -181,14 +202,53 @@ impl Columns {
             solved: self
                 .solved
                 .iter()
-                .map(|s| gather(&s[..self.rows * n]))
+                .zip(&self.rows)
+                .map(|(s, &rows)| gather(&s[..rows * n]))
                 .collect(),
             explained: gather(&self.explained),
-            rows: self.rows,
+            rows: self.rows.clone(),
         };
         let kept: Vec<usize> = (0..n).filter(|c| !taken.contains(c)).collect();
         self.retain(&kept);
         out
+    }
+
+    /// Drops the points whose upper bound is below `floor`. NaN (from a NaN mean) is kept,
+    /// for the final check to report.
+    fn prune(&mut self, batch: &Batch<'_>, floor: f64) {
+        let kept: Vec<usize> = (0..self.len())
+            .filter(|&c| self.upper(batch, c).partial_cmp(&floor) != Some(std::cmp::Ordering::Less))
+            .collect();
+        self.retain(&kept);
+    }
+
+    /// Splits the points by the regulariser whose upper bound on U_r is the smallest now (the
+    /// lowest index among ties), each set with that regulariser; the largest set keeps these
+    /// buffers.
+    fn split_by_binding(mut self, batch: &Batch<'_>) -> Vec<(Self, usize)> {
+        let (n, m, n_reg) = (self.len(), batch.len, batch.factors.len());
+        // The binding regulariser of batch point j, at `binding[j]`.
+        let mut binding = vec![0; m];
+        let mut counts = vec![0; n_reg];
+        for c in 0..n {
+            let j = self.points[c];
+            let bound = |r: usize| {
+                let variance = (batch.prior_variance[j] - self.explained[r * n + c]).max(0.0);
+                batch.means[r * m + j] + batch.widths[r] * variance.sqrt()
+            };
+            binding[j] = (1..n_reg).fold(0, |best, r| if bound(r) < bound(best) { r } else { best });
+            counts[binding[j]] += 1;
+        }
+        let largest = (0..n_reg).max_by_key(|&r| (counts[r], n_reg - r)).unwrap_or(0);
+        let mut groups = Vec::new();
+        for r in (0..n_reg).filter(|&r| r != largest && counts[r] > 0) {
+            let members: Vec<usize> = (0..self.len())
+                .filter(|&c| binding[self.points[c]] == r)
+                .collect();
+            groups.push((self.take(&members), r));
+        }
+        groups.push((self, largest));
+        groups
     }
 
     /// U of every point, once all rows are solved.
@@ -243,34 +303,54 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
         .fold(f64::NEG_INFINITY, f64::max);
     let mut rest = Columns::all(batch, std::mem::take(storage));
     let mut finished = Vec::new();
+    // Every regulariser in lockstep until the probes are taken.
     loop {
-        // NaN (from a NaN mean) is kept, for the final check to report.
-        let kept: Vec<usize> = (0..rest.len())
-            .filter(|&c| rest.upper(batch, c).partial_cmp(&floor) != Some(std::cmp::Ordering::Less))
-            .collect();
-        rest.retain(&kept);
-        if rest.rows == t || rest.len() == 0 {
+        rest.prune(batch, floor);
+        if rest.done(t) || rest.len() == 0 {
             break;
         }
-        if finished.is_empty() && rest.rows >= PROBE_AFTER && rest.len() > PROBES {
+        if finished.is_empty() && rest.min_rows() >= PROBE_AFTER && rest.len() > PROBES {
             let uppers: Vec<f64> = (0..rest.len()).map(|c| rest.upper(batch, c)).collect();
             let mut order: Vec<usize> = (0..rest.len()).collect();
             order.sort_by(|&a, &b| uppers[b].total_cmp(&uppers[a]));
             let mut top = order[..PROBES].to_vec();
             top.sort_unstable();
             let mut probes = rest.take(&top);
-            while probes.rows < t {
+            while !probes.done(t) {
                 probes.advance(batch);
             }
             let values = probes.values(batch)?;
             floor = values.iter().copied().fold(floor, f64::max);
             finished.push((probes, values));
-            continue;
+            rest.prune(batch, floor);
+            break;
         }
         rest.advance(batch);
     }
-    let values = rest.values(batch)?;
-    finished.push((rest, values));
+    // Then each point goes on with the regulariser that bounds its U most tightly, the others
+    // waiting until that one is solved to the end: a point is dropped as soon as one U_r
+    // falls below the floor, so the other factors are read only for the few that survive.
+    let groups = if n_reg > 1 && !rest.done(t) {
+        rest.split_by_binding(batch)
+    } else {
+        vec![(rest, 0)]
+    };
+    for (mut group, binding) in groups {
+        loop {
+            group.prune(batch, floor);
+            if group.done(t) || group.len() == 0 {
+                break;
+            }
+            if group.rows[binding] < t {
+                group.advance_factor(batch, binding);
+            } else {
+                group.advance(batch);
+            }
+        }
+        let values = group.values(batch)?;
+        floor = values.iter().copied().fold(floor, f64::max);
+        finished.push((group, values));
+    }
 
     let mut best: Option<(f64, usize, usize, usize)> = None;
     for (s, (set, values)) in finished.iter().enumerate() {
@@ -299,11 +379,11 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
             .map(|solved| (0..t).map(|i| solved[i * n + c]).collect())
             .collect()
     };
-    let rest = finished
+    let last = finished
         .pop()
-        .expect("the remaining points are always last")
+        .expect("the remaining points are always pushed")
         .0;
-    *storage = rest.solved;
+    *storage = last.solved;
     for (buffer, column) in storage.iter_mut().zip(columns) {
         buffer.clear();
         buffer.extend_from_slice(&column);
