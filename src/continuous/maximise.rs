@@ -119,7 +119,9 @@ pub struct Maximum {
 ///
 /// Guarantees:
 /// - the point returned is inside the box (every coordinate within [lo, hi]; a bound is
-///   returned exactly when the maximiser is on it);
+///   returned exactly when the maximiser is on it, unless rounding makes f there lower than
+///   at the point returned: a last step moves every coordinate along which f still
+///   increases onto its bound, and keeps the move if f increases);
 /// - its value is ≥ f(start): the result is the best point `f` was evaluated at, and `start`
 ///   is the first;
 /// - `f` is only called at points of the box (see below);
@@ -389,6 +391,9 @@ struct Objective<'f> {
     has_cache: bool,
     best_point: Vec<f64>,
     best_value: f64,
+    /// The unit point of `best_point` and ∂f/∂u there.
+    best_unit: Vec<f64>,
+    best_gradient: Vec<f64>,
     evaluations: usize,
     error: Option<Error>,
 }
@@ -430,6 +435,58 @@ impl Objective<'_> {
         if value > self.best_value || self.best_point.is_empty() {
             self.best_value = value;
             self.best_point.clone_from(&self.x);
+            self.best_unit.clone_from(&self.cached_unit);
+            self.best_gradient.clone_from(&self.cached_gradient);
+        }
+        Ok(())
+    }
+
+    /// After PANOC: moves the coordinates of the best point along which f still increases
+    /// outwards onto that bound, all at once and, if that is no better, one at a time, until
+    /// no such move increases f (at most `n + 1` rounds); a move is kept only if f increases.
+    /// A first-order method stops once its steps fall below the tolerance, which on a box much
+    /// narrower in one coordinate than in another leaves that coordinate short of a bound the
+    /// maximiser is on.
+    fn snap_to_bounds(&mut self) -> Result<()> {
+        for _ in 0..=self.best_unit.len() {
+            let moves: Vec<(usize, f64)> = self
+                .best_unit
+                .iter()
+                .zip(&self.best_gradient)
+                .enumerate()
+                .filter_map(|(i, (&u, &g))| {
+                    if g > 0.0 && u < 1.0 {
+                        Some((i, 1.0))
+                    } else if g < 0.0 && u > 0.0 {
+                        Some((i, 0.0))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            if moves.is_empty() {
+                return Ok(());
+            }
+            let before = self.best_value;
+            let mut all = self.best_unit.clone();
+            for &(i, bound) in &moves {
+                all[i] = bound;
+            }
+            self.evaluate(&all)?;
+            if self.best_value > before {
+                continue;
+            }
+            if moves.len() > 1 {
+                for &(i, bound) in &moves {
+                    // From the best point so far, so that a kept move is built on.
+                    let mut one = self.best_unit.clone();
+                    one[i] = bound;
+                    self.evaluate(&one)?;
+                }
+            }
+            if self.best_value == before {
+                return Ok(());
+            }
         }
         Ok(())
     }
@@ -488,6 +545,8 @@ fn refine_checked(
         has_cache: false,
         best_point: Vec::new(),
         best_value: f64::NEG_INFINITY,
+        best_unit: Vec::new(),
+        best_gradient: Vec::new(),
         evaluations: 0,
         error: None,
     });
@@ -535,7 +594,10 @@ fn refine_checked(
             }
         }
     };
-    let objective = objective.into_inner();
+    let mut objective = objective.into_inner();
+    if n > 0 && !zero_gradient {
+        objective.snap_to_bounds()?;
+    }
     let mut point = objective.best_point;
     // Defensive: `to_box` already clamps every coordinate.
     domain.clamp(&mut point);
