@@ -378,3 +378,66 @@ fn argmax_follows_truncations_windows_and_scales() {
         play(&mut gp, &mut observed, &mut rng, round, 1.0, 1e4, &wide);
     }
 }
+
+/// Arms that bind on different regularisers: with a = 10⁻³ and a = 1 and the larger width on
+/// the smaller a, U follows a = 10⁻³ near the data (ρ is small there) and a = 1 far from it.
+/// The data fill one corner of the box, and every arm set has uniform points, their mirror
+/// images 1 − x (a point near the data paired with one far from it), observed points and
+/// exact duplicates, so that after the probes the remaining points split by regulariser and
+/// each set is solved on its own. Queried after every observation from t = 140 on (past one
+/// storage block, where the probes are taken), with widths that move the winner between the
+/// two sides; every choice must be the argmax of the dense reference. Targets are small
+/// against the widths, so that many points outlive the first block; in some rounds the points
+/// split into two sets and the winner is in the second (processing only the first set fails
+/// here, and nowhere else).
+#[test]
+fn arms_binding_on_different_regularisers_are_pruned_on_their_own() {
+    let kernel = Matern::new(2.5, 0.3).unwrap();
+    let mut gp = ExactPosterior::new(kernel, &[1e-3, 1.0]).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(34);
+    let mut observed: Vec<Vec<f64>> = Vec::new();
+    while observed.len() < 140 {
+        let x: Vec<f64> = (0..3).map(|_| 0.45 * rng.random::<f64>()).collect();
+        gp.observe(&x, 0.05 * target(&x)).unwrap();
+        observed.push(x);
+    }
+    let width_sets = [
+        [1.0, 0.25],
+        [1.0, 0.6],
+        [3.0, 0.25],
+        [0.5, 0.1],
+        [0.5, 0.05],
+        [2.0, 0.05],
+    ];
+    for round in 0..120 {
+        let widths = width_sets[round % width_sets.len()];
+        let mut arms: Vec<Vec<f64>> = (0..40)
+            .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
+            .collect();
+        let mirrored: Vec<Vec<f64>> = arms
+            .iter()
+            .map(|x| x.iter().map(|v| 1.0 - v).collect())
+            .collect();
+        arms.extend(mirrored);
+        arms.extend(observed[observed.len() - 3..].iter().cloned());
+        arms.push(arms[7].clone());
+        arms.push(arms[47].clone());
+        let chosen = gp
+            .argmax_upper(&arms.as_points().unwrap(), &widths)
+            .unwrap();
+        let reference = reference_ucb(&gp, &widths, &arms);
+        assert_best(
+            &reference,
+            chosen,
+            &format!("round {round}, t = {}", gp.len()),
+        );
+        assert!(
+            arms[..chosen].iter().all(|a| a != &arms[chosen]),
+            "round {round}: chose arm {chosen}, a later copy of an exact duplicate"
+        );
+        let noise: f64 = rng.sample(StandardNormal);
+        let y = 0.05 * target(&arms[chosen]) + 0.01 * noise;
+        gp.observe(&arms[chosen], y).unwrap();
+        observed.push(arms[chosen].clone());
+    }
+}

@@ -359,7 +359,13 @@ impl Outward {
 fn outward_case() -> impl Strategy<Value = (BoxDomain, Vec<f64>, Outward)> {
     (1usize..=4).prop_flat_map(|d| {
         (
-            prop::collection::vec((-50.0..50.0f64, prop_oneof![Just(0.0), 1e-6..1e-3f64, 1e-3..20.0f64]), d),
+            prop::collection::vec(
+                (
+                    -50.0..50.0f64,
+                    prop_oneof![Just(0.0), 1e-6..1e-3f64, 1e-3..20.0f64],
+                ),
+                d,
+            ),
             prop::collection::vec(0.0..=1.0f64, d),
             prop::collection::vec(-10.0..10.0f64, d),
             0.0..5.0f64,
@@ -723,4 +729,3 @@ fn objective_failures_are_returned() {
     );
     assert_eq!(r, Err(Error::NoArms));
 }
-

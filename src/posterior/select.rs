@@ -12,6 +12,14 @@
 //! are solved to the end first. The second matters when exploration bonuses dominate the
 //! spread of the means (rough kernels, short length-scales), where the first prunes nothing.
 //!
+//! With several regularisers (DMM-UCB's grid), any one U_r bounds U = min_r U_r from above.
+//! Until the probes are taken every regulariser is solved in lockstep; after that each
+//! remaining point goes on with the regulariser whose bound on U_r is the smallest at that
+//! moment (usually the same one for all), and its other factors wait until that one is solved
+//! to the end. Most points are dropped on that one factor, so the others are read only for
+//! the few that survive: the probes are the bulk of the forward-substitution work that is
+//! left. (Which regulariser goes first changes the work, never the result.)
+//!
 //! Floating point: the partial sums are accumulated row by row in the same order as the final
 //! ones, so the upper bounds are ≥ the final values bit for bit, and a dropped point's U is
 //! strictly below a value that some point attains. The selected index is therefore the exact
@@ -236,10 +244,13 @@ impl Columns {
                 let variance = (batch.prior_variance[j] - self.explained[r * n + c]).max(0.0);
                 batch.means[r * m + j] + batch.widths[r] * variance.sqrt()
             };
-            binding[j] = (1..n_reg).fold(0, |best, r| if bound(r) < bound(best) { r } else { best });
+            binding[j] =
+                (1..n_reg).fold(0, |best, r| if bound(r) < bound(best) { r } else { best });
             counts[binding[j]] += 1;
         }
-        let largest = (0..n_reg).max_by_key(|&r| (counts[r], n_reg - r)).unwrap_or(0);
+        let largest = (0..n_reg)
+            .max_by_key(|&r| (counts[r], n_reg - r))
+            .unwrap_or(0);
         let mut groups = Vec::new();
         for r in (0..n_reg).filter(|&r| r != largest && counts[r] > 0) {
             let members: Vec<usize> = (0..self.len())
