@@ -250,11 +250,9 @@ fn invalid_queries_are_errors_and_change_nothing() {
     assert_eq!(dmm.bounds(&probe).unwrap(), before);
 }
 
-/// A structured arm set around the data: uniform points, their mirror images 1 − x, observed
-/// points, exact duplicates (of an arm and of an observed point), a cluster of points a few
-/// ulps apart and one within 10⁻⁹.
-fn structured_arms(rng: &mut ChaCha8Rng, observed: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let mut arms: Vec<Vec<f64>> = (0..12)
+/// `n` uniform points of [0, 1]³ followed by their mirror images 1 − x.
+fn mirrored_pairs(rng: &mut ChaCha8Rng, n: usize) -> Vec<Vec<f64>> {
+    let mut arms: Vec<Vec<f64>> = (0..n)
         .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
         .collect();
     let mirrored: Vec<Vec<f64>> = arms
@@ -262,6 +260,14 @@ fn structured_arms(rng: &mut ChaCha8Rng, observed: &[Vec<f64>]) -> Vec<Vec<f64>>
         .map(|x| x.iter().map(|v| 1.0 - v).collect())
         .collect();
     arms.extend(mirrored);
+    arms
+}
+
+/// A structured arm set around the data: uniform points, their mirror images 1 − x, observed
+/// points, exact duplicates (of an arm and of an observed point), a cluster of points a few
+/// ulps apart and one within 10⁻⁹.
+fn structured_arms(rng: &mut ChaCha8Rng, observed: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let mut arms = mirrored_pairs(rng, 12);
     let recent = &observed[observed.len().saturating_sub(5)..];
     arms.extend(recent.iter().cloned());
     let centre = recent.last().cloned().unwrap_or_else(|| vec![0.5; 3]);
@@ -292,8 +298,24 @@ fn play(
     widths: &[f64],
 ) {
     let arms = structured_arms(rng, observed);
+    choose_and_observe(gp, observed, rng, &arms, round, widths, |x, noise| {
+        scale * (sign * target(x) + 0.1 * noise)
+    });
+}
+
+/// Checks the pruned choice among `arms` against the dense reference (and that it is never a
+/// later copy of an exact duplicate), then observes `y(x, ξ)` at it with ξ ~ N(0, 1).
+fn choose_and_observe(
+    gp: &mut ExactPosterior<Matern>,
+    observed: &mut Vec<Vec<f64>>,
+    rng: &mut ChaCha8Rng,
+    arms: &[Vec<f64>],
+    round: usize,
+    widths: &[f64],
+    y: impl Fn(&[f64], f64) -> f64,
+) {
     let chosen = gp.argmax_upper(&arms.as_points().unwrap(), widths).unwrap();
-    let reference = reference_ucb(gp, widths, &arms);
+    let reference = reference_ucb(gp, widths, arms);
     assert_best(
         &reference,
         chosen,
@@ -304,8 +326,7 @@ fn play(
         "round {round}: chose arm {chosen}, a later copy of an exact duplicate"
     );
     let noise: f64 = rng.sample(StandardNormal);
-    let y = scale * (sign * target(&arms[chosen]) + 0.1 * noise);
-    gp.observe(&arms[chosen], y).unwrap();
+    gp.observe(&arms[chosen], y(&arms[chosen], noise)).unwrap();
     observed.push(arms[chosen].clone());
 }
 
@@ -411,33 +432,18 @@ fn arms_binding_on_different_regularisers_are_pruned_on_their_own() {
     ];
     for round in 0..120 {
         let widths = width_sets[round % width_sets.len()];
-        let mut arms: Vec<Vec<f64>> = (0..40)
-            .map(|_| (0..3).map(|_| rng.random::<f64>()).collect())
-            .collect();
-        let mirrored: Vec<Vec<f64>> = arms
-            .iter()
-            .map(|x| x.iter().map(|v| 1.0 - v).collect())
-            .collect();
-        arms.extend(mirrored);
+        let mut arms = mirrored_pairs(&mut rng, 40);
         arms.extend(observed[observed.len() - 3..].iter().cloned());
         arms.push(arms[7].clone());
         arms.push(arms[47].clone());
-        let chosen = gp
-            .argmax_upper(&arms.as_points().unwrap(), &widths)
-            .unwrap();
-        let reference = reference_ucb(&gp, &widths, &arms);
-        assert_best(
-            &reference,
-            chosen,
-            &format!("round {round}, t = {}", gp.len()),
+        choose_and_observe(
+            &mut gp,
+            &mut observed,
+            &mut rng,
+            &arms,
+            round,
+            &widths,
+            |x, noise| 0.05 * target(x) + 0.01 * noise,
         );
-        assert!(
-            arms[..chosen].iter().all(|a| a != &arms[chosen]),
-            "round {round}: chose arm {chosen}, a later copy of an exact duplicate"
-        );
-        let noise: f64 = rng.sample(StandardNormal);
-        let y = 0.05 * target(&arms[chosen]) + 0.01 * noise;
-        gp.observe(&arms[chosen], y).unwrap();
-        observed.push(arms[chosen].clone());
     }
 }
