@@ -61,13 +61,16 @@ impl Batch<'_> {
     /// U of point j given ‖solved rows‖² per regulariser (`explained(r)`); an upper bound
     /// while rows remain, the value itself (up to the clamping of rounding) once all are solved.
     fn upper(&self, j: usize, explained: impl Fn(usize) -> f64) -> f64 {
-        let m = self.len;
         (0..self.factors.len())
-            .map(|r| {
-                let variance = (self.prior_variance[j] - explained(r)).max(0.0);
-                self.means[r * m + j] + self.widths[r] * variance.sqrt()
-            })
+            .map(|r| self.upper_r(j, r, explained(r)))
             .fold(f64::INFINITY, f64::min)
+    }
+
+    /// U_r of point j given ‖solved rows‖² = `explained` for regulariser r (an upper bound
+    /// while rows remain).
+    fn upper_r(&self, j: usize, r: usize, explained: f64) -> f64 {
+        let variance = (self.prior_variance[j] - explained).max(0.0);
+        self.means[r * self.len + j] + self.widths[r] * variance.sqrt()
     }
 }
 
@@ -240,10 +243,7 @@ impl Columns {
         let mut counts = vec![0; n_reg];
         for c in 0..n {
             let j = self.points[c];
-            let bound = |r: usize| {
-                let variance = (batch.prior_variance[j] - self.explained[r * n + c]).max(0.0);
-                batch.means[r * m + j] + batch.widths[r] * variance.sqrt()
-            };
+            let bound = |r: usize| batch.upper_r(j, r, self.explained[r * n + c]);
             binding[j] =
                 (1..n_reg).fold(0, |best, r| if bound(r) < bound(best) { r } else { best });
             counts[binding[j]] += 1;
