@@ -146,27 +146,25 @@ impl Columns {
         }
         let end = chunk_end(start, batch.rows());
         let factor = &batch.factors[r];
-        {
-            let solved = &mut self.solved[r];
-            solved.resize(end * n, 0.0);
-            let points = &self.points;
-            let rows = &mut solved[start * n..end * n];
-            crate::parallel::for_each_chunk(rows, n, rows.len(), |i, row| {
-                let source = &batch.cross[(start + i) * m..(start + i + 1) * m];
-                for (v, &j) in row.iter_mut().zip(points) {
-                    *v = source[j];
-                }
-            });
-            let matrix = MatMut::from_row_major_slice_mut(&mut solved[..end * n], end, n);
-            let work = (end - start) * end * n;
-            crate::parallel::for_each_column_block(matrix, work, |_, columns| {
-                factor.solve_rows(start, end, columns);
-            });
-            let explained = &mut self.explained[r * n..(r + 1) * n];
-            for row in solved[start * n..].chunks_exact(n) {
-                for (ex, &v) in explained.iter_mut().zip(row) {
-                    *ex += v * v;
-                }
+        let solved = &mut self.solved[r];
+        solved.resize(end * n, 0.0);
+        let points = &self.points;
+        let rows = &mut solved[start * n..end * n];
+        crate::parallel::for_each_chunk(rows, n, rows.len(), |i, row| {
+            let source = &batch.cross[(start + i) * m..(start + i + 1) * m];
+            for (v, &j) in row.iter_mut().zip(points) {
+                *v = source[j];
+            }
+        });
+        let matrix = MatMut::from_row_major_slice_mut(&mut solved[..end * n], end, n);
+        let work = (end - start) * end * n;
+        crate::parallel::for_each_column_block(matrix, work, |_, columns| {
+            factor.solve_rows(start, end, columns);
+        });
+        let explained = &mut self.explained[r * n..(r + 1) * n];
+        for row in solved[start * n..].chunks_exact(n) {
+            for (ex, &v) in explained.iter_mut().zip(row) {
+                *ex += v * v;
             }
         }
         self.rows[r] = end;
