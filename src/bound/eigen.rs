@@ -532,41 +532,7 @@ mod tests {
     /// keeping the old diagonal gave {0, 0.02, 1.01} instead of {0.0099…, 0.01, 1.0101…}.
     #[test]
     fn merged_poles_keep_their_rotated_values() {
-        let eigen = Eigen {
-            values: vec![0.01, 0.02],
-            vectors: Mat::identity(2, 2),
-        };
-        let k = [1e-14, 0.1];
-        let updated = eigen.bordered(&k, 1.0);
-        let dense = nalgebra::DMatrix::from_row_slice(
-            3,
-            3,
-            &[0.01, 0.0, k[0], 0.0, 0.02, k[1], k[0], k[1], 1.0],
-        );
-        let mut reference: Vec<f64> = nalgebra::SymmetricEigen::new(dense.clone())
-            .eigenvalues
-            .iter()
-            .copied()
-            .collect();
-        reference.sort_by(f64::total_cmp);
-        for (a, b) in updated.values.iter().zip(&reference) {
-            assert!(
-                (a - b).abs() <= 1e-14,
-                "{:?} vs {reference:?}",
-                updated.values
-            );
-        }
-        let check = updated.check(
-            |v| {
-                let v = nalgebra::DVector::from_column_slice(v);
-                (&dense * v).iter().copied().collect()
-            },
-            1,
-        );
-        assert!(
-            check.residual < 1e-14 && check.orthogonality < 1e-14,
-            "{check:?}"
-        );
+        assert_arrowhead_matches_dense("merged poles", &[0.01, 0.02], &[1e-14, 0.1], 1.0);
     }
 
     /// The randomized check sees a misplaced eigenvalue.
