@@ -494,16 +494,32 @@ impl pulp::WithSimd for SecularSums<'_> {
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) -> Self::Output {
         const LANES: usize = 8;
+        // The ratios of a block first, in a loop of its own (it vectorises as a plain division
+        // loop), then the two sums over them. Computed in one loop, the ratios and both sums
+        // were packed into 128-bit pairs and took twice as long (1.55 against 0.80 µs for
+        // 1000 poles). Each lane still sums the same terms in the same order.
+        const BLOCK: usize = 32 * LANES;
         let mut sum = [0.0; LANES];
         let mut slope = [0.0; LANES];
-        for (d, w) in self.d.chunks_exact(LANES).zip(self.w.chunks_exact(LANES)) {
-            for k in 0..LANES {
-                let ratio = w[k] / ((d[k] - self.origin) - self.offset);
-                sum[k] += w[k] * ratio;
-                slope[k] += ratio * ratio;
+        let mut ratios = [0.0; BLOCK];
+        let full = self.d.len() - self.d.len() % LANES;
+        for (d, w) in self.d[..full]
+            .chunks(BLOCK)
+            .zip(self.w[..full].chunks(BLOCK))
+        {
+            let ratios = &mut ratios[..d.len()];
+            for ((r, &d), &w) in ratios.iter_mut().zip(d).zip(w) {
+                *r = w / ((d - self.origin) - self.offset);
+            }
+            let (r_chunks, _) = ratios.as_chunks::<LANES>();
+            let (w_chunks, _) = w.as_chunks::<LANES>();
+            for (r, w) in r_chunks.iter().zip(w_chunks) {
+                for k in 0..LANES {
+                    sum[k] += w[k] * r[k];
+                    slope[k] += r[k] * r[k];
+                }
             }
         }
-        let full = self.d.len() - self.d.len() % LANES;
         for i in full..self.d.len() {
             let ratio = self.w[i] / ((self.d[i] - self.origin) - self.offset);
             sum[0] += self.w[i] * ratio;
