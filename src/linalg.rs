@@ -25,9 +25,39 @@ pub(crate) fn dot(x: &[f64], y: &[f64]) -> f64 {
     (lo[0] + hi[0]) + (lo[1] + hi[1]) + ((lo[2] + hi[2]) + (lo[3] + hi[3])) + tail
 }
 
+/// Whether every value is finite, in one pass without an early exit: the lanes' checks are
+/// combined by `&`, so the loop vectorises where `iter().all(..)`, which stops at the first
+/// failure, compares and branches one value at a time.
+#[inline]
+pub(crate) fn all_finite(values: &[f64]) -> bool {
+    values.iter().fold(true, |ok, v| ok & v.is_finite())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn all_finite_sees_every_non_finite_value_anywhere() {
+        for n in [0, 1, 7, 8, 9, 33, 1000] {
+            let values: Vec<f64> = (0..n).map(|i| i as f64 - 3.5).collect();
+            assert!(all_finite(&values), "n = {n}");
+            for i in 0..n {
+                for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+                    let mut changed = values.clone();
+                    changed[i] = bad;
+                    assert!(!all_finite(&changed), "n = {n}, {bad} at {i}");
+                }
+            }
+        }
+        assert!(all_finite(&[
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            -0.0,
+            5e-324
+        ]));
+    }
 
     #[test]
     fn dot_matches_naive_sum() {

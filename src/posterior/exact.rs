@@ -727,7 +727,7 @@ impl<K: Kernel> ExactPosterior<K> {
         let finite = std::sync::atomic::AtomicBool::new(true);
         crate::parallel::for_each_chunk(cross, m, work, |i, row| {
             self.kernel.eval_rows(query_points, self.input(i), row);
-            if !row.iter().all(|v| v.is_finite()) {
+            if !crate::linalg::all_finite(row) {
                 finite.store(false, Ordering::Relaxed);
             }
         });
