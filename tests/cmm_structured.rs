@@ -322,7 +322,7 @@ fn cmm_is_exact_on_structured_cases() {
 }
 
 #[test]
-#[ignore = "slow (over an hour in release on two cores): every kernel and length-scale; not in .ci/run, run by hand"]
+#[ignore = "slow (about an hour in release on two cores): every kernel and length-scale; not in .ci/run, run by hand"]
 fn cmm_is_exact_on_the_structured_sweep() {
     let tally = run(&structured::all(Size::Sweep), 5);
     assert_clean(&tally);
