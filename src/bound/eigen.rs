@@ -152,14 +152,10 @@ impl Eigen {
         let roots: Vec<(usize, f64)> = (0..=n)
             .map(|j| secular_root(&poles, &weights, kappa, j, z_norm_sq))
             .collect();
-        // ω_j − poles[i], accurately.
-        let gap = |j: usize, i: usize| -> f64 {
-            let (origin, offset) = roots[j];
-            if n == 0 {
-                return offset - poles[i];
-            }
-            (poles[origin] - poles[i]) + offset
-        };
+        // ω_j = base(j) + offset_j, with base(j) the root's origin pole (0 when there is none);
+        // ω_j − poles[i] accurately as (base(j) − poles[i]) + offset_j.
+        let base = |j: usize| -> f64 { if n == 0 { 0.0 } else { poles[roots[j].0] } };
+        let gap = |j: usize, i: usize| -> f64 { (base(j) - poles[i]) + roots[j].1 };
         // Löwner: ẑ_i² = −Π_j (ω_j − d_i) / Π_{k≠i} (d_k − d_i), keeping z's signs.
         let mut z_hat = vec![0.0; n];
         for i in 0..n {
@@ -177,14 +173,15 @@ impl Eigen {
         // A's eigenvectors (n + 1 of them), normalised: [ẑ_i/(ω_j − d_i); 1]/norm.
         let mut small = Mat::<f64>::zeros(n + 1, n + 1);
         let mut values = Vec::with_capacity(t + 1);
-        for (j, &(origin, offset)) in roots.iter().enumerate() {
+        for (j, &(_, offset)) in roots.iter().enumerate() {
             let column = small
                 .col_mut(j)
                 .try_as_col_major_mut()
                 .expect("a column of an owned matrix is contiguous")
                 .as_slice_mut();
-            // ω_j − d_i as in `gap`, in a loop the compiler vectorises.
-            let base = if n == 0 { 0.0 } else { poles[origin] };
+            // ω_j − d_i as `gap` forms it, with the base taken out of the loop so that the
+            // compiler vectorises it.
+            let base = base(j);
             let mut norm_sq = 1.0;
             for ((entry, &z), &pole) in column.iter_mut().zip(&z_hat).zip(&poles) {
                 let v = z / ((base - pole) + offset);
