@@ -6,14 +6,15 @@
 //! jitter) and the feature map Φ = V diag(√λ) over every positive eigenvalue, f's values at the
 //! t + 1 points are Φz and ‖f‖_H = ‖z‖, so the program is max φ_xᵀz s.t. ‖Φ_t z − y‖ ≤ R_t,
 //! ‖z‖ ≤ B: a well-scaled SOCP in z. Points the kernel cannot tell apart share one feature
-//! vector, and eigenvalues below m·ε·λ_max are left out (see `socp_or_empty`). R_t is computed from a dense nalgebra Cholesky of
-//! K_t + a0 I. Nothing of the crate's CMM code is used.
+//! vector, and eigenvalues below m·ε·λ_max are left out unless asked for (see `Directions`).
+//! R_t is computed from a dense nalgebra Cholesky of K_t + a0 I. Nothing of the crate's CMM
+//! code is used.
 
 #![allow(dead_code)]
 
 use clarabel::algebra::CscMatrix;
 use clarabel::solver::{
-    DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
+    DefaultSettings, DefaultSettingsBuilder, DefaultSolver, IPSolver, SolverStatus, SupportedConeT,
 };
 use kernel_bandits::kernel::Kernel;
 use nalgebra::{DMatrix, DVector, SymmetricEigen};
@@ -64,7 +65,7 @@ pub fn socp_or_empty(
     b: f64,
     sign: f64,
 ) -> Option<f64> {
-    match primal(kernel, xs, y, x, radius, b, sign) {
+    match primal(kernel, xs, y, x, radius, b, sign, Directions::Resolved) {
         Primal::Optimum(v) => Some(v),
         Primal::Empty => None,
         Primal::Unsolved(why) => panic!("{why}"),
@@ -82,7 +83,22 @@ pub enum Primal {
     Unsolved(String),
 }
 
-/// max (sign = 1) or min (sign = −1) of f(x) over the confidence set, as clarabel finds it.
+/// Which eigen-directions of the Gram matrix the reference keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Directions {
+    /// Eigenvalues above m·ε·λ_max: those the double-precision kernel values resolve.
+    Resolved,
+    /// Every positive eigenvalue, rounding-level ones included: the exact optimum for the
+    /// computed Gram matrix with its negative eigenvalues set to 0, a matrix as close to the
+    /// kernel's as the rounded kernel values themselves. Its optimum is at least the
+    /// [`Directions::Resolved`] one (the set only grows); between the two lie the readings
+    /// of the problem that double precision cannot tell apart.
+    Positive,
+}
+
+/// max (sign = 1) or min (sign = −1) of f(x) over the confidence set, on `directions`, as
+/// clarabel finds it.
+#[allow(clippy::too_many_arguments)]
 pub fn primal(
     kernel: &(impl Kernel + ?Sized),
     xs: &[Vec<f64>],
@@ -91,6 +107,7 @@ pub fn primal(
     radius: f64,
     b: f64,
     sign: f64,
+    directions: Directions,
 ) -> Primal {
     let t = xs.len();
     let mut all: Vec<&[f64]> = xs.iter().map(Vec::as_slice).collect();
@@ -120,9 +137,11 @@ pub fn primal(
     // Eigenvalues at rounding level (≤ m·ε·λ_max) are not resolved by double-precision kernel
     // values; their directions are left out.
     let largest = eigen.eigenvalues.max();
-    let keep: Vec<usize> = (0..m)
-        .filter(|&i| eigen.eigenvalues[i] > m as f64 * f64::EPSILON * largest)
-        .collect();
+    let cutoff = match directions {
+        Directions::Resolved => m as f64 * f64::EPSILON * largest,
+        Directions::Positive => 0.0,
+    };
+    let keep: Vec<usize> = (0..m).filter(|&i| eigen.eigenvalues[i] > cutoff).collect();
     let r = keep.len();
     // Φ (n × r): rows are the points' features.
     let phi = DMatrix::from_fn(n, r, |i, k| {
@@ -169,8 +188,25 @@ pub fn primal(
         .max_iter(500)
         .build()
         .unwrap();
-    let mut solver = DefaultSolver::new(&p, &q, &a, &rhs, &cones, settings).unwrap();
+    let mut solver = DefaultSolver::new(&p, &q, &a, &rhs, &cones, settings.clone()).unwrap();
     solver.solve();
+    if matches!(
+        solver.solution.status,
+        SolverStatus::InsufficientProgress | SolverStatus::NumericalError
+    ) {
+        // Stalled with a primal residual about 10⁻⁴ (seen on near-duplicate data, where the
+        // KKT system is nearly singular): the default static regularisation of 10⁻⁸ limits
+        // the accuracy of its solves. Once more with iterative refinement run to the last
+        // bit, which removes the regularisation's error.
+        let refined = DefaultSettings {
+            iterative_refinement_max_iter: 50,
+            iterative_refinement_reltol: 1e-16,
+            iterative_refinement_abstol: 1e-16,
+            ..settings
+        };
+        solver = DefaultSolver::new(&p, &q, &a, &rhs, &cones, refined).unwrap();
+        solver.solve();
+    }
     let solution = &solver.solution;
     // Short of its 10⁻¹⁰ targets clarabel may stop for lack of progress; its last iterate is
     // taken when the duality gap and both residuals are within 10⁻⁹ all the same.
