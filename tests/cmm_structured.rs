@@ -10,13 +10,14 @@
 //! - the bound's eigendecomposition against nalgebra's full one of the dense kernel matrix
 //!   (eigenvalues, reconstruction, orthogonality), and the bound's own health record;
 //! - the bound against clarabel on the primal of Thm 4.4 (`common::socp`, no jitter, on the
-//!   eigenvalues above the rounding level): never inside the optimum beyond the solver's tolerance (or,
-//!   failing that, the optimum for the radius less the rounding floor B√((t + 1)·ε·λ_max)),
-//!   and within 10⁻⁶ relative of it, or failing that of the widest reading the bound
-//!   documents: the radius R_t + 2B√θ where it drops eigenvalues below θ, with the Gram
-//!   matrix's rounding-level positive eigenvalues kept (`Directions::Positive`). Nearly
-//!   rank-deficient kernel matrices (ℓ = 10³) need the last: there the optimum depends on
-//!   eigenvalues of 10⁻¹⁵, which double-precision kernel values do not determine.
+//!   eigenvalues above the rounding level): never inside the optimum beyond the solver's
+//!   tolerance (or, failing that, the optimum for the radius less the rounding floor
+//!   B√((t + 1)·ε·λ_max)), and within 10⁻⁶ relative of it, or failing that of the widest
+//!   reading the bound documents: the radius R_t + 2B√θ where it drops eigenvalues below θ,
+//!   with the Gram matrix's rounding-level positive eigenvalues kept
+//!   (`Directions::Positive`). Nearly rank-deficient kernel matrices (ℓ = 10³) need the last:
+//!   there the optimum depends on eigenvalues of 10⁻¹⁵, which double-precision kernel values
+//!   do not determine.
 //!
 //! `CMM_CASE=<part of a name>` restricts a run to the matching cases. The default run checks
 //! the quick family set; `--ignored` (release) runs the sweep over
