@@ -135,7 +135,7 @@ pub fn primal(
     let gram = DMatrix::from_fn(m, m, |i, j| kernel.eval(all[unique[i]], all[unique[j]]));
     let eigen = SymmetricEigen::new(gram);
     // Eigenvalues at rounding level (≤ m·ε·λ_max) are not resolved by double-precision kernel
-    // values; their directions are left out.
+    // values; `Resolved` leaves their directions out, `Positive` keeps the positive ones.
     let largest = eigen.eigenvalues.max();
     let cutoff = match directions {
         Directions::Resolved => m as f64 * f64::EPSILON * largest,
