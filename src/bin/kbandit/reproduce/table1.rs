@@ -33,8 +33,9 @@ pub struct Table1Args {
     /// Length-scales (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [0.5, 0.2], allow_negative_numbers = true)]
     lengthscales: Vec<f64>,
-    /// Methods (comma-separated); add `cmm` for the exact CMM-UCB (an eigendecomposition per
-    /// round: about 25 s per 1000-round run).
+    /// Methods (comma-separated); add `cmm` for the exact CMM-UCB (an eigendecomposition
+    /// update per round: 7–11 s per 1000-round run with RBF, about 25 s with Matérn; all six
+    /// methods at 10 repetitions took 12.5 minutes on two cores).
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Method::Dmm, Method::Amm, Method::Ay, Method::Igp, Method::Random])]
     methods: Vec<Method>,
     /// Repetitions per setting.
