@@ -96,8 +96,10 @@ struct Data<'a> {
     ys: &'a [f64],
     /// R_t, from a dense Cholesky (`common::socp::radius_sq`).
     radius: f64,
+    /// K_t.
+    gram: DMatrix<f64>,
     /// nalgebra's eigendecomposition of K_t (none at t = 0).
-    gram: Option<SymmetricEigen<f64, nalgebra::Dyn>>,
+    eigen: Option<SymmetricEigen<f64, nalgebra::Dyn>>,
 }
 
 /// Where a bound stands against the optimum for the radius less the rounding floor.
@@ -125,23 +127,37 @@ impl<'a> Data<'a> {
             xs,
             ys,
             radius,
-            gram: (t > 0).then(|| SymmetricEigen::new(gram)),
+            eigen: (t > 0).then(|| SymmetricEigen::new(gram.clone())),
+            gram,
         }
+    }
+
+    /// ‖K_t‖ (at least 10⁻³⁰⁰; k(x, x) ≤ max k(xᵢ, xᵢ) for the stationary kernels here).
+    fn norm(&self) -> f64 {
+        self.eigen
+            .as_ref()
+            .map_or(1e-300, |eigen| scale_of(eigen.eigenvalues.as_slice()))
+    }
+
+    /// The rounding floor B√((t + 1)·ε·‖K_t‖) (see [`Data::validity`]).
+    fn floor(&self) -> f64 {
+        let t = self.xs.len();
+        self.case.params.norm_bound * ((t + 1) as f64 * f64::EPSILON * self.norm()).sqrt()
     }
 
     /// ρ_0²(x) = k(x, x) − Σ (uᵢᵀk_t(x))²/λᵢ over K_t's eigenvalues above t·ε·λ_max: the
     /// part of x's variance that the data do not explain, at a → 0.
     fn unexplained(&self, x: &[f64]) -> f64 {
         let kernel = self.case.kernel.build();
-        let Some(gram) = &self.gram else {
+        let Some(eigen) = &self.eigen else {
             return kernel.eval(x, x);
         };
         let k = DVector::from_iterator(self.xs.len(), self.xs.iter().map(|xi| kernel.eval(xi, x)));
-        let values = &gram.eigenvalues;
+        let values = &eigen.eigenvalues;
         let cutoff = values.len() as f64 * f64::EPSILON * values.max();
         let explained: f64 = (0..values.len())
             .filter(|&i| values[i] > cutoff)
-            .map(|i| gram.eigenvectors.column(i).dot(&k).powi(2) / values[i])
+            .map(|i| eigen.eigenvectors.column(i).dot(&k).powi(2) / values[i])
             .sum();
         kernel.eval(x, x) - explained
     }
@@ -153,13 +169,8 @@ impl<'a> Data<'a> {
     /// optimum for the radius R_t − B√e; and where x's own direction is unresolved
     /// (ρ_0²(x) ≤ e: x lies in the data span up to rounding), not inside that optimum less
     /// B√e, since f(x) itself is then known only to B√e.
-    fn validity(
-        &self,
-        x: &[f64],
-        floor: f64,
-        (lcb, ucb): (f64, f64),
-        scale: f64,
-    ) -> Result<Validity, String> {
+    fn validity(&self, x: &[f64], (lcb, ucb): (f64, f64), scale: f64) -> Result<Validity, String> {
+        let floor = self.floor();
         let narrower = (self.radius - floor).max(0.0);
         let Some((lower, upper)) = self.optimum(x, narrower, Directions::Resolved)? else {
             return Ok(Validity::Floor);
@@ -219,12 +230,11 @@ impl<'a> Data<'a> {
     fn in_band(
         &self,
         x: &[f64],
-        floor: f64,
         theta: f64,
         bounds: (f64, f64),
         scale: f64,
     ) -> Result<bool, String> {
-        let valid = self.validity(x, floor, bounds, scale)? != Validity::Inside;
+        let valid = self.validity(x, bounds, scale)? != Validity::Inside;
         Ok(valid && self.beyond_widest(x, theta, bounds, scale)? <= EXACT)
     }
 }
@@ -234,13 +244,13 @@ impl<'a> Data<'a> {
 fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
     let kernel = case.kernel.build();
     let params = case.params.bound_params();
-    let p = &case.params;
     let mut cmm = Cmm::new(kernel.clone(), params).unwrap();
     let mut visits = 0;
     structured::replay(case, &mut cmm, Path::Plain, |cmm, visit| {
         visits += 1;
         let (xs, ys) = case.data_after(visit.step);
         let t = xs.len();
+        let data = Data::new(case, &xs, &ys);
         let got = cmm.evaluate(&visit.queries.as_points().unwrap()).unwrap();
         let context = |j: usize| {
             format!(
@@ -275,17 +285,12 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
                 // eigenvalues, and so in which they drop and in the slack θ that covers them.
                 // Where either drops some, each bound must still lie in its own documented
                 // band; where neither does, they must agree.
-                let thetas = if t > 0 {
+                let thetas = (t > 0).then(|| {
                     let (values, _) = cmm.eigendecomposition().unwrap();
                     let (fresh_values, _) = fresh.eigendecomposition().unwrap();
-                    let norm = scale_of(&values);
-                    Some((theta_of(&values), theta_of(&fresh_values), norm))
-                } else {
-                    None
-                };
-                let banded = thetas.is_some_and(|(incremental, from_scratch, norm)| {
-                    let floor = p.norm_bound * ((t + 1) as f64 * f64::EPSILON * norm).sqrt();
-                    let data = Data::new(case, &xs, &ys);
+                    (theta_of(&values), theta_of(&fresh_values))
+                });
+                let banded = thetas.is_some_and(|(incremental, from_scratch)| {
                     let x = &visit.queries[j];
                     (incremental > 0.0 || from_scratch > 0.0)
                         && [
@@ -294,8 +299,7 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
                         ]
                         .into_iter()
                         .all(|(theta, bounds)| {
-                            data.in_band(x, floor, theta, bounds, scale)
-                                .unwrap_or(false)
+                            data.in_band(x, theta, bounds, scale).unwrap_or(false)
                         })
                 });
                 if banded {
@@ -316,20 +320,14 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
         // θ of the bound's documented null-space slack: 0 if no eigenvalue is at or below
         // t·ε·λ_max, else the larger of that threshold and the largest |λ| dropped.
         let mut theta = 0.0;
-        // ‖K‖ (with k(x, x) ≤ max k(xᵢ, xᵢ) for the stationary kernels here, at least 1e-300).
-        let mut norm = 1e-300_f64;
         // The decomposition against nalgebra's.
-        if t > 0 {
-            let gram = DMatrix::from_fn(t, t, |i, j| kernel.eval(&xs[i], &xs[j]));
+        if let Some(eigen) = &data.eigen {
+            let gram = &data.gram;
+            let norm = data.norm();
             let (values, vectors) = cmm.eigendecomposition().unwrap();
             theta = theta_of(&values);
-            let mut reference: Vec<f64> = SymmetricEigen::new(gram.clone())
-                .eigenvalues
-                .iter()
-                .copied()
-                .collect();
+            let mut reference: Vec<f64> = eigen.eigenvalues.iter().copied().collect();
             reference.sort_by(f64::total_cmp);
-            norm = scale_of(&reference);
             let eigenvalue = values
                 .iter()
                 .zip(&reference)
@@ -337,7 +335,7 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
                 .fold(0.0, f64::max)
                 / norm;
             let lambda = DMatrix::from_diagonal(&DVector::from_vec(values.clone()));
-            let reconstruction = (&vectors * lambda * vectors.transpose() - &gram).amax() / norm;
+            let reconstruction = (&vectors * lambda * vectors.transpose() - gram).amax() / norm;
             let orthogonality = (vectors.transpose() * &vectors - DMatrix::identity(t, t)).amax();
             tally.spectra += 1;
             tally.worst_eigenvalue = tally.worst_eigenvalue.max(eigenvalue);
@@ -361,25 +359,11 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
 
         // The primal optimum.
         if t <= 30 || visits % solver_every == 0 {
-            let gram = DMatrix::from_fn(t, t, |i, j| kernel.eval(&xs[i], &xs[j]));
-            let y = DVector::from_vec(ys.clone());
-            let radius = radius_sq(&gram, &y, p.sigma, p.scale, p.delta).sqrt();
+            let radius = data.radius;
             for (j, x) in visit.queries.iter().enumerate() {
-                let solve = |sign| {
-                    primal(
-                        &*kernel,
-                        &xs,
-                        &ys,
-                        x,
-                        radius,
-                        p.norm_bound,
-                        sign,
-                        Directions::Resolved,
-                    )
-                };
-                let (upper, lower) = match (solve(1.0), solve(-1.0)) {
-                    (Primal::Optimum(upper), Primal::Optimum(lower)) => (upper, lower),
-                    (Primal::Unsolved(why), _) | (_, Primal::Unsolved(why)) => {
+                let (lower, upper) = match data.optimum(x, radius, Directions::Resolved) {
+                    Ok(Some(optimum)) => optimum,
+                    Err(why) => {
                         // clarabel stopped short. Accepted only where the confidence set is
                         // all but empty (CMM's exact smallest R̃_a² below 10⁻³·R_t²), where
                         // an interior-point method has no interior to follow; counted.
@@ -394,7 +378,7 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
                         }
                         continue;
                     }
-                    _ => {
+                    Ok(None) => {
                         // An empty confidence set (targets far beyond B): every value is
                         // valid, and CMM's diagnostics must say so.
                         tally.empty += 1;
@@ -421,10 +405,9 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
                 // optimum for the radius R_t − B√(n·ε·λ_max), which no double-precision
                 // computation can tell from R_t, and where x's own direction is unresolved,
                 // that optimum less B√(n·ε·λ_max) ([`Data::validity`]).
-                let floor = p.norm_bound * ((t + 1) as f64 * f64::EPSILON * norm).sqrt();
+                let floor = data.floor();
                 let validity = if below > 1e-8 {
-                    Data::new(case, &xs, &ys)
-                        .validity(x, floor, (got.lcb[j], got.ucb[j]), scale)
+                    data.validity(x, (got.lcb[j], got.ucb[j]), scale)
                         .unwrap_or_else(|why| panic!("{}: {why}", context(j)))
                 } else {
                     Validity::Floor
@@ -452,7 +435,6 @@ fn check_case(case: &Case, solver_every: usize, tally: &mut Tally) {
                     // R_t + 2B√θ; and the Gram matrix's rounding-level eigenvalues, which
                     // double-precision kernel values cannot tell from 0, may be kept.
                     let bounds = (got.lcb[j], got.ucb[j]);
-                    let data = Data::new(case, &xs, &ys);
                     match data.beyond_widest(x, theta, bounds, scale) {
                         Ok(beyond) if beyond <= EXACT && !diff.is_nan() => {
                             if theta > 0.0 {
