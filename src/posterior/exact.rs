@@ -60,6 +60,10 @@ pub struct ExactPosterior<K> {
     last_pick: AtomicUsize,
     /// Residual checks, refactorisations and clamped pivots ([`super::health`]).
     health: Health,
+    /// Whether a factor was downdated ([`ExactPosterior::remove_oldest`]) since it was last
+    /// computed from scratch: the pruned argmax's local bounds assume appends only.
+    #[cfg_attr(feature = "serde", serde(default))]
+    downdated: bool,
 }
 
 impl<K: Clone> Clone for ExactPosterior<K> {
@@ -75,6 +79,7 @@ impl<K: Clone> Clone for ExactPosterior<K> {
             fixed: self.fixed.clone(),
             last_pick: AtomicUsize::new(self.last_pick.load(Ordering::Relaxed)),
             health: self.health,
+            downdated: self.downdated,
         }
     }
 }
@@ -151,6 +156,7 @@ impl<K: Kernel> ExactPosterior<K> {
             fixed: None,
             last_pick: AtomicUsize::new(0),
             health: Health::default(),
+            downdated: false,
         })
     }
 
@@ -429,6 +435,7 @@ impl<K: Kernel> ExactPosterior<K> {
             self.dim = Some(dim);
             return Err(e);
         }
+        self.downdated = false;
         Ok(())
     }
 
@@ -699,6 +706,7 @@ impl<K: Kernel> ExactPosterior<K> {
         if let Some(fixed) = &mut self.fixed {
             fixed.remove_oldest(&rotations, &self.factors);
         }
+        self.downdated = true;
         self.generation += 1;
         self.after_change();
     }
@@ -751,7 +759,8 @@ impl<K: Kernel> ExactPosterior<K> {
     /// point. The forward substitutions run in row chunks, and a point is dropped as soon as an
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
-    /// solved first. The result is exact, not a heuristic: see the `select` module for why
+    /// solved first. With several regularisers, an upper bound from the eight observations
+    /// nearest to each point prunes first and picks eight such points. The result is exact, not a heuristic: see the `select` module for why
     /// this holds in floating point too. Up to 128 observations (one storage block of the
     /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
     /// kept, so that an update there costs O(t) per regulariser.
@@ -822,6 +831,28 @@ impl<K: Kernel> ExactPosterior<K> {
                     });
                 }
             }
+            // With several regularisers (DMM), bounds from a few nearby observations let most
+            // points drop before any row is solved (see `local`). With one, they cost about as
+            // much as they save, so the plain pruning runs; so it does after a downdate or a
+            // clamped pivot, which the bounds' rounding margin does not cover.
+            let local = if n_reg > 1 && !self.downdated && self.health.clamped_pivots == 0 {
+                let regularisers: Vec<f64> = self.factors.iter().map(|f| f.regulariser()).collect();
+                let max_prior = (0..t)
+                    .map(|i| self.kernel.eval_diag(self.input(i)))
+                    .fold(0.0, f64::max);
+                super::local::upper_bounds(&super::local::LocalProblem {
+                    cross,
+                    len: m,
+                    gram: |p, q| self.kernel.eval(self.input(p), self.input(q)),
+                    max_prior,
+                    regularisers: &regularisers,
+                    prior_variance: &prior_variance,
+                    means: &means,
+                    widths,
+                })
+            } else {
+                Vec::new()
+            };
             let batch = select::Batch {
                 factors: &self.factors,
                 cross,
@@ -829,6 +860,7 @@ impl<K: Kernel> ExactPosterior<K> {
                 prior_variance: &prior_variance,
                 means: &means,
                 widths,
+                local: &local,
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.

@@ -19,6 +19,7 @@ mod exact;
 mod fixed;
 mod gradient;
 pub mod health;
+mod local;
 mod select;
 mod sketched;
 mod workspace;

@@ -12,7 +12,14 @@
 //! are solved to the end first. The second matters when exploration bonuses dominate the
 //! spread of the means (rough kernels, short length-scales), where the first prunes nothing.
 //!
-//! With several regularisers (DMM-UCB's grid), any one U_r bounds U = min_r U_r from above.
+//! With several regularisers (DMM-UCB's grid), each point also gets an upper bound from the
+//! eight observations nearest to it ([`super::local`]: conditioning on fewer data never lowers
+//! the posterior variance). It drops most points before any row is solved, and ranks the rest
+//! so well that eight probes, solved first, usually include every point that survives: each
+//! factor is then read in one pass rather than two. (At t = 1000 with 100 arms, the points
+//! alive after the probes fell from about 50 to a median of 0, and the DMM round by a fifth.)
+//!
+//! With several regularisers, any one U_r bounds U = min_r U_r from above.
 //! Until the probes are taken every regulariser is solved in lockstep; after that each
 //! remaining point goes on with the regulariser whose bound on U_r is the smallest at that
 //! moment (usually the same one for all), and its other factors wait until that one is solved
@@ -34,6 +41,10 @@ use crate::error::{Error, Result};
 
 /// Points solved to the end early, to give the second floor.
 const PROBES: usize = 4;
+/// Points solved to the end first when the batch has local bounds ([`Batch::local`]): ranked by
+/// those, they include nearly every point that survives them, so that each factor is read in
+/// one pass for the probes and the survivors together.
+const LOCAL_PROBES: usize = 8;
 /// Rows solved for every point before the probes are chosen.
 const PROBE_AFTER: usize = BLOCK_ROWS;
 
@@ -51,6 +62,9 @@ pub(crate) struct Batch<'a> {
     pub means: &'a [f64],
     /// w_r ≥ 0.
     pub widths: &'a [f64],
+    /// Upper bounds on U from a few observations near each point ([`super::local`]), one per
+    /// point, or empty.
+    pub local: &'a [f64],
 }
 
 impl Batch<'_> {
@@ -61,9 +75,10 @@ impl Batch<'_> {
     /// U of point j given ‖solved rows‖² per regulariser (`explained(r)`); an upper bound
     /// while rows remain, the value itself (up to the clamping of rounding) once all are solved.
     fn upper(&self, j: usize, explained: impl Fn(usize) -> f64) -> f64 {
+        let local = self.local.get(j).copied().unwrap_or(f64::INFINITY);
         (0..self.factors.len())
             .map(|r| self.upper_r(j, r, explained(r)))
-            .fold(f64::INFINITY, f64::min)
+            .fold(local, f64::min)
     }
 
     /// U_r of point j given ‖solved rows‖² = `explained` for regulariser r (an upper bound
@@ -310,6 +325,13 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
                 .fold(f64::INFINITY, f64::min)
         })
         .fold(f64::NEG_INFINITY, f64::max);
+    // With local bounds the probes are ranked by them before any row is solved; without,
+    // after the first block.
+    let (probes_wanted, probe_after) = if batch.local.is_empty() {
+        (PROBES, PROBE_AFTER)
+    } else {
+        (LOCAL_PROBES, 0)
+    };
     let mut rest = Columns::all(batch, std::mem::take(storage));
     let mut finished = Vec::new();
     // Every regulariser in lockstep until the probes are taken.
@@ -318,11 +340,11 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
         if rest.done(t) || rest.len() == 0 {
             break;
         }
-        if finished.is_empty() && rest.min_rows() >= PROBE_AFTER && rest.len() > PROBES {
+        if finished.is_empty() && rest.min_rows() >= probe_after && rest.len() > probes_wanted {
             let uppers: Vec<f64> = (0..rest.len()).map(|c| rest.upper(batch, c)).collect();
             let mut order: Vec<usize> = (0..rest.len()).collect();
             order.sort_by(|&a, &b| uppers[b].total_cmp(&uppers[a]));
-            let mut top = order[..PROBES].to_vec();
+            let mut top = order[..probes_wanted].to_vec();
             top.sort_unstable();
             let mut probes = rest.take(&top);
             while !probes.done(t) {
