@@ -835,7 +835,11 @@ impl<K: Kernel> ExactPosterior<K> {
             // points drop before any row is solved (see `local`). With one, they cost about as
             // much as they save, so the plain pruning runs; so it does after a downdate or a
             // clamped pivot, which the bounds' rounding margin does not cover.
-            let local = if n_reg > 1 && !self.downdated && self.health.clamped_pivots == 0 {
+            let local = if n_reg > 1
+                && t >= LOCAL_BOUNDS_FROM
+                && !self.downdated
+                && self.health.clamped_pivots == 0
+            {
                 let regularisers: Vec<f64> = self.factors.iter().map(|f| f.regulariser()).collect();
                 let max_prior = (0..t)
                     .map(|i| self.kernel.eval_diag(self.input(i)))
@@ -970,6 +974,12 @@ fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {
 /// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point: the
 /// factors have one storage block, so pruning by row chunks has little to skip.
 const SMALL_POSTERIOR: usize = super::cholesky::BLOCK_ROWS;
+
+/// Observations from which the pruned argmax over several regularisers uses local bounds
+/// ([`super::local`]): they cost O(t·m) plus a few hundred µs per 100 points and save one
+/// pass over each factor, which pays only for long factors. DMM, 100 arms: ×0.72 per round at
+/// t = 1000; over a 1000-round run ×1.07 when used from the start, neutral from t = 256.
+const LOCAL_BOUNDS_FROM: usize = 256;
 
 #[cfg(feature = "serde")]
 impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for ExactPosterior<K> {

@@ -12,8 +12,8 @@
 //! are solved to the end first. The second matters when exploration bonuses dominate the
 //! spread of the means (rough kernels, short length-scales), where the first prunes nothing.
 //!
-//! With several regularisers (DMM-UCB's grid), each point also gets an upper bound from the
-//! eight observations nearest to it ([`super::local`]: conditioning on fewer data never lowers
+//! With several regularisers (DMM-UCB's grid) and at least 256 observations, each point also
+//! gets an upper bound from the eight observations nearest to it ([`super::local`]: conditioning on fewer data never lowers
 //! the posterior variance). It drops most points before any row is solved, and ranks the rest
 //! so well that eight probes, solved first, usually include every point that survives: each
 //! factor is then read in one pass rather than two. (At t = 1000 with 100 arms, the points
