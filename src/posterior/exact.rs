@@ -61,8 +61,8 @@ pub struct ExactPosterior<K> {
     /// Residual checks, refactorisations and clamped pivots ([`super::health`]).
     health: Health,
     /// Whether a factor was downdated ([`ExactPosterior::remove_oldest`]) since it was last
-    /// computed from scratch: the pruned argmax's local bounds assume appends only.
-    #[cfg_attr(feature = "serde", serde(default))]
+    /// computed from scratch: the pruned argmax's local bounds assume appends only. Saved in
+    /// snapshots (format version 4), so that a restored posterior continues as the original.
     downdated: bool,
 }
 
