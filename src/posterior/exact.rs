@@ -759,9 +759,10 @@ impl<K: Kernel> ExactPosterior<K> {
     /// point. The forward substitutions run in row chunks, and a point is dropped as soon as an
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
-    /// solved first. With several regularisers, an upper bound from the eight observations
-    /// nearest to each point prunes first and picks eight such points. The result is exact, not a heuristic: see the `select` module for why
-    /// this holds in floating point too. Up to 128 observations (one storage block of the
+    /// solved first. With several regularisers and t ≥ 256, an upper bound from the eight
+    /// observations nearest to each point prunes first and picks eight such points. The
+    /// result is exact, not a heuristic: see the `select` module for why this holds in
+    /// floating point too. Up to 128 observations (one storage block of the
     /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
     /// kept, so that an update there costs O(t) per regulariser.
     ///
