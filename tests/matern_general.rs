@@ -431,10 +431,11 @@ fn paper_scale_takes_general_nu() {
 #[cfg(feature = "serde")]
 mod snapshots {
     use kernel_bandits::kernel::{Kernel, Matern};
-    use kernel_bandits::snapshot::Snapshot;
+    use kernel_bandits::snapshot::{FORMAT_VERSION, Snapshot};
 
     /// Saved by the crate before general ν (commit ed9c85f), in snapshot format 2. The format
-    /// is now 3 (the agents gained pending evaluations), so these are refused with a version
+    /// has moved on since (format 3: the agents gained pending evaluations; format 4: an exact
+    /// posterior records whether it was downdated), so these are refused with a version
     /// error, as the snapshot module documents; the kernel's own encoding is unchanged: today's
     /// snapshot differs only in the version (the checksum covers the state alone).
     const BEFORE: [(f64, &str); 3] = [
@@ -460,11 +461,12 @@ mod snapshots {
                 Err(kernel_bandits::Error::Snapshot(
                     kernel_bandits::SnapshotError::Version {
                         found: 2,
-                        supported: 3
+                        supported: FORMAT_VERSION
                     }
                 ))
             ));
-            let current = saved.replacen("\"version\":2", "\"version\":3", 1);
+            let current =
+                saved.replacen("\"version\":2", &format!("\"version\":{FORMAT_VERSION}"), 1);
             let kernel = Matern::from_json(&current).unwrap();
             assert_eq!(kernel, Matern::new(nu, 0.3).unwrap());
             assert_eq!(kernel.to_json().unwrap(), current);
