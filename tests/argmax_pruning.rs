@@ -448,30 +448,68 @@ fn arms_binding_on_different_regularisers_are_pruned_on_their_own() {
     }
 }
 
-/// Past 256 observations with several regularisers, the pruned argmax first bounds every point
-/// by the posterior variance given only its eight nearest observations. Queried after every
-/// update from t = 240 to 330 (across that switch and the residual check at 256 changes), on
-/// structured arm sets (mirrored pairs, observed points, exact duplicates, points a few ulps
-/// apart and one within 10⁻⁹) and with a tiny, a wide and a zero width, every choice must be
-/// the argmax of the dense nalgebra reference and never a later copy of a duplicate.
+/// Past 256 observations the pruned argmax first bounds every point by the posterior variance
+/// given only its eight nearest observations: always with several regularisers; with one, while
+/// the plain path leaves many points after its probes, resting for 32 queries whenever the
+/// local bounds leave many too. Queried after every update from t = 240 to 330 (across that
+/// switch and the residual check at 256 changes), every choice must be the argmax of the dense
+/// nalgebra reference and never a later copy of a duplicate. The cases cover every path, as a
+/// temporary count showed: five regularisers with tiny, wide and zero widths on structured arm
+/// sets (mirrored pairs, observed points, exact duplicates, points a few ulps apart and one
+/// within 10⁻⁹) and on spread ones (local bounds in all 74 queries past 256); one regulariser
+/// on structured sets and at ℓ = 0.5 (none: the plain path is never crowded); ℓ = 0.2 (local
+/// bounds in all 74, and in 73 after a plain query at 256); ℓ = 0.3 with a wide width (22 of
+/// 74, in turns with rests).
 #[test]
 fn local_bounds_keep_the_argmax_exact_past_256_observations() {
-    let kernel = Matern::new(2.5, 0.3).unwrap();
-    let mut gp = ExactPosterior::new(kernel, &[0.001, 0.003, 0.01, 0.03, 0.1]).unwrap();
-    let widths = [0.05, 3.0, 1.0, 0.0, 0.4];
-    let mut rng = ChaCha8Rng::seed_from_u64(21);
-    let mut observed: Vec<Vec<f64>> = Vec::new();
-    for _ in 0..240 {
-        let arms = structured_arms(&mut rng, &observed);
-        let chosen = gp
-            .argmax_upper(&arms.as_points().unwrap(), &widths)
-            .unwrap();
-        let noise: f64 = rng.sample(StandardNormal);
-        gp.observe(&arms[chosen], target(&arms[chosen]) + 0.1 * noise)
-            .unwrap();
-        observed.push(arms[chosen].clone());
-    }
-    for round in 240..330 {
-        play(&mut gp, &mut observed, &mut rng, round, 1.0, 1.0, &widths);
+    // (length-scale, regularisers, widths, arms spread over the cube rather than around the
+    // data).
+    let cases: [(f64, &[f64], &[f64], bool); 8] = [
+        (
+            0.3,
+            &[0.001, 0.003, 0.01, 0.03, 0.1],
+            &[0.05, 3.0, 1.0, 0.0, 0.4],
+            false,
+        ),
+        (0.3, &[0.001], &[3.0], false),
+        (0.3, &[1.0], &[0.05], false),
+        (0.5, &[0.001], &[20.0], true),
+        (0.2, &[0.001], &[10.0], true),
+        (0.2, &[0.1], &[10.0], true),
+        (0.3, &[0.001], &[30.0], true),
+        (0.5, &[0.001, 0.01, 0.1], &[20.0, 20.0, 20.0], true),
+    ];
+    for (lengthscale, regularisers, widths, spread) in cases {
+        let kernel = Matern::new(2.5, lengthscale).unwrap();
+        let mut gp = ExactPosterior::new(kernel, regularisers).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        let mut observed: Vec<Vec<f64>> = Vec::new();
+        let arms_for = |rng: &mut ChaCha8Rng, observed: &[Vec<f64>]| {
+            if spread {
+                mirrored_pairs(rng, 50)
+            } else {
+                structured_arms(rng, observed)
+            }
+        };
+        for _ in 0..240 {
+            let arms = arms_for(&mut rng, &observed);
+            let chosen = gp.argmax_upper(&arms.as_points().unwrap(), widths).unwrap();
+            let noise: f64 = rng.sample(StandardNormal);
+            gp.observe(&arms[chosen], target(&arms[chosen]) + 0.1 * noise)
+                .unwrap();
+            observed.push(arms[chosen].clone());
+        }
+        for round in 240..330 {
+            let arms = arms_for(&mut rng, &observed);
+            choose_and_observe(
+                &mut gp,
+                &mut observed,
+                &mut rng,
+                &arms,
+                round,
+                widths,
+                |x, noise| target(x) + 0.1 * noise,
+            );
+        }
     }
 }

@@ -759,12 +759,13 @@ impl<K: Kernel> ExactPosterior<K> {
     /// point. The forward substitutions run in row chunks, and a point is dropped as soon as an
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
-    /// solved first. With several regularisers and t ≥ 256, an upper bound from the eight
-    /// observations nearest to each point prunes first and picks eight such points. The
-    /// result is exact, not a heuristic: see the `select` module for why this holds in
-    /// floating point too. Up to 128 observations (one storage block of the
-    /// factors, where the pruning has nothing to skip) it simply evaluates every point. The chosen point's solved columns are
-    /// kept, so that an update there costs O(t) per regulariser.
+    /// solved first. From t = 256 on, an upper bound from the eight observations nearest to
+    /// each point prunes first and picks eight such points (with one regulariser, only while
+    /// it prunes far more than the first rows do). The result is exact,
+    /// not a heuristic: see the `select` module for why this holds in floating point too. Up
+    /// to 128 observations (one storage block of the factors, where the pruning has nothing to
+    /// skip) it simply evaluates every point. The chosen point's solved columns are kept, so
+    /// that an update there costs O(t) per regulariser.
     ///
     /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
     /// value [`ExactPosterior::evaluate`] implies in the last bits.
@@ -811,6 +812,8 @@ impl<K: Kernel> ExactPosterior<K> {
                 blocks,
                 points: query_points,
                 cross,
+                plain_crowded,
+                local_rest,
                 ..
             } = workspace;
             let cross = prefix(cross, t * m);
@@ -832,15 +835,17 @@ impl<K: Kernel> ExactPosterior<K> {
                     });
                 }
             }
-            // With several regularisers (DMM), bounds from a few nearby observations let most
-            // points drop before any row is solved (see `local`). With one, they cost about as
-            // much as they save, so the plain pruning runs; so it does after a downdate or a
-            // clamped pivot, which the bounds' rounding margin does not cover.
-            let local = if n_reg > 1
-                && t >= LOCAL_BOUNDS_FROM
-                && !self.downdated
-                && self.health.clamped_pivots == 0
-            {
+            // Bounds from a few nearby observations let most points drop before any row is
+            // solved (see `local`), where the data are dense at the scale of the kernel. They
+            // are not computed after a downdate or a clamped pivot, which their rounding
+            // margin does not cover. With several regularisers they always pay: the probes
+            // and the survivors then share one pass per factor. With one, they are used while
+            // the plain path leaves many points after its probes and they leave few, and
+            // after they leave many they rest for a while.
+            let usable =
+                t >= LOCAL_BOUNDS_FROM && !self.downdated && self.health.clamped_pivots == 0;
+            let wanted = n_reg > 1 || (*plain_crowded && *local_rest == 0);
+            let local = if usable && wanted {
                 let regularisers: Vec<f64> = self.factors.iter().map(|f| f.regulariser()).collect();
                 let max_prior = (0..t)
                     .map(|i| self.kernel.eval_diag(self.input(i)))
@@ -856,6 +861,7 @@ impl<K: Kernel> ExactPosterior<K> {
                     widths,
                 })
             } else {
+                *local_rest = local_rest.saturating_sub(1);
                 Vec::new()
             };
             let batch = select::Batch {
@@ -869,7 +875,13 @@ impl<K: Kernel> ExactPosterior<K> {
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.
-            let best = select::argmax(&batch, blocks)?;
+            let choice = select::argmax(&batch, blocks)?;
+            if local.is_empty() {
+                *plain_crowded = choice.crowded(m);
+            } else if choice.crowded(m) {
+                *local_rest = LOCAL_BOUNDS_REST;
+            }
+            let best = choice.index;
             let d = points.dim();
             query_points.copy_within(best * d..(best + 1) * d, 0);
             workspace.validate(1, self.generation);
@@ -976,11 +988,16 @@ fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {
 /// factors have one storage block, so pruning by row chunks has little to skip.
 const SMALL_POSTERIOR: usize = super::cholesky::BLOCK_ROWS;
 
-/// Observations from which the pruned argmax over several regularisers uses local bounds
-/// ([`super::local`]): they cost O(t·m) plus a few hundred µs per 100 points and save one
-/// pass over each factor, which pays only for long factors. DMM, 100 arms: ×0.72 per round at
-/// t = 1000; over a 1000-round run ×1.07 when used from the start, neutral from t = 256.
+/// Observations from which the pruned argmax uses local bounds ([`super::local`]): they cost
+/// O(t·m) plus a few hundred µs per 100 points and save one pass over each factor, which pays
+/// only for long factors. DMM, 100 arms: ×0.72 per round at t = 1000; over a 1000-round run
+/// ×1.07 when used from the start, neutral from t = 256.
 const LOCAL_BOUNDS_FROM: usize = 256;
+
+/// Queries of the pruned argmax with one regulariser that go without local bounds after a
+/// query where they left many points ([`select::Choice::crowded`]), before they are tried
+/// again.
+const LOCAL_BOUNDS_REST: u32 = 32;
 
 #[cfg(feature = "serde")]
 impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for ExactPosterior<K> {

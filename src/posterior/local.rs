@@ -52,6 +52,7 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
         return bounds;
     }
     let nearest = nearest(problem.cross, m);
+    let mut shared = SharedGram::new(&nearest, t);
     let s = NEIGHBOURS;
     let mut gram = [[0.0; NEIGHBOURS]; NEIGHBOURS];
     let mut factor = [[0.0; NEIGHBOURS]; NEIGHBOURS];
@@ -60,7 +61,7 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
         let idx = &nearest[j * s..(j + 1) * s];
         for p in 0..s {
             for q in 0..=p {
-                gram[p][q] = (problem.gram)(idx[p], idx[q]);
+                gram[p][q] = shared.get(idx[p], idx[q], &problem.gram);
             }
         }
         let prior = problem.prior_variance[j];
@@ -95,6 +96,54 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
     bounds
 }
 
+/// Kernel values between observations, each computed once per call: the points' neighbour sets
+/// overlap heavily when the observations cluster (a UCB agent's do), so that most of the
+/// 28 values of an 8 × 8 Gram matrix were computed for an earlier point.
+struct SharedGram {
+    /// The position of observation i among the distinct neighbours, or `u32::MAX`.
+    position: Vec<u32>,
+    /// Distinct neighbours u; the values, u × u lower triangle row-major, NaN until computed.
+    /// Empty when u exceeds [`SharedGram::MAX`], and then every value is computed afresh.
+    values: Vec<f64>,
+}
+
+impl SharedGram {
+    /// Most distinct neighbours for which the values are kept (a 256 × 256 triangle, 256 KB).
+    const MAX: usize = 256;
+
+    fn new(nearest: &[usize], t: usize) -> Self {
+        let mut position = vec![u32::MAX; t];
+        let mut distinct = 0;
+        for &i in nearest {
+            if position[i] == u32::MAX {
+                position[i] = distinct as u32;
+                distinct += 1;
+            }
+        }
+        let values = if distinct <= Self::MAX {
+            vec![f64::NAN; distinct * (distinct + 1) / 2]
+        } else {
+            Vec::new()
+        };
+        Self { position, values }
+    }
+
+    /// k(x_p, x_q), from `gram` the first time.
+    fn get(&mut self, p: usize, q: usize, gram: &impl Fn(usize, usize) -> f64) -> f64 {
+        if self.values.is_empty() {
+            return gram(p, q);
+        }
+        let (a, b) = (self.position[p] as usize, self.position[q] as usize);
+        let (row, column) = (a.max(b), a.min(b));
+        let slot = &mut self.values[row * (row + 1) / 2 + column];
+        if slot.is_nan() {
+            // A NaN kernel value is computed again each time; it fails the factorisation anyway.
+            *slot = if row == a { gram(p, q) } else { gram(q, p) };
+        }
+        *slot
+    }
+}
+
 /// Lower Cholesky factor of `gram` + aI (its lower triangle) into `factor`; false if a pivot is
 /// not positive.
 fn cholesky(
@@ -124,50 +173,72 @@ fn cholesky(
 /// For every point j, the indices of [`NEIGHBOURS`] observations with the largest k(xᵢ, q_j)
 /// (ties and NaNs in any order), point-major.
 fn nearest(cross: &[f64], m: usize) -> Vec<usize> {
-    let s = NEIGHBOURS;
-    let mut values = vec![f64::NEG_INFINITY; m * s];
-    let mut indices = vec![0usize; m * s];
-    // The smallest kept value of each point, and where it is.
-    let mut threshold = vec![f64::NEG_INFINITY; m];
-    let mut slot = vec![0usize; m];
+    let mut kept = Kept {
+        values: vec![f64::NEG_INFINITY; m * NEIGHBOURS],
+        indices: vec![0; m * NEIGHBOURS],
+        threshold: vec![f64::NEG_INFINITY; m],
+        slot: vec![0; m],
+    };
     // The most recent rows first: a UCB agent's latest observations are the likeliest
     // neighbours of the points that matter, so the thresholds rise early and the group test
     // skips most of the older rows.
     let t = cross.len() / m;
     let recent = t.saturating_sub(64);
-    let order = (recent..t).chain(0..recent);
-    for i in order {
+    let whole = m / 8 * 8;
+    for i in (recent..t).chain(0..recent) {
         let row = &cross[i * m..(i + 1) * m];
-        // Most groups of eight points beat no threshold: a branch-free test first.
-        for (g, values_g) in row.chunks(8).enumerate() {
-            let low_g = &threshold[g * 8..g * 8 + values_g.len()];
-            if !values_g
-                .iter()
-                .zip(low_g)
-                .fold(false, |any, (&k, &low)| any | (k > low))
-            {
-                continue;
+        // Most groups of eight points beat no threshold: a branch-free test of the group
+        // first (a few vector comparisons), the points one by one only after a hit.
+        for g in (0..whole).step_by(8) {
+            let values: &[f64; 8] = row[g..g + 8].try_into().expect("eight values");
+            let lows: &[f64; 8] = kept.threshold[g..g + 8].try_into().expect("eight values");
+            let mut hit = false;
+            for (&k, &low) in values.iter().zip(lows) {
+                hit |= k > low;
             }
-            for (o, &k) in values_g.iter().enumerate() {
-                let j = g * 8 + o;
-                if k > threshold[j] {
-                    let kept = &mut values[j * s..(j + 1) * s];
-                    kept[slot[j]] = k;
-                    indices[j * s + slot[j]] = i;
-                    let (at, low) =
-                        kept.iter()
-                            .enumerate()
-                            .fold(
-                                (0, f64::INFINITY),
-                                |(at, low), (p, &v)| if v < low { (p, v) } else { (at, low) },
-                            );
-                    slot[j] = at;
-                    threshold[j] = low;
+            if hit {
+                for (o, &k) in values.iter().enumerate() {
+                    kept.offer(g + o, k, i);
                 }
             }
         }
+        for (j, &k) in row.iter().enumerate().skip(whole) {
+            kept.offer(j, k, i);
+        }
     }
-    indices
+    kept.indices
+}
+
+/// The [`NEIGHBOURS`] largest values seen so far for every point, point-major.
+struct Kept {
+    values: Vec<f64>,
+    /// Their observations.
+    indices: Vec<usize>,
+    /// The smallest kept value of each point, and its position.
+    threshold: Vec<f64>,
+    slot: Vec<usize>,
+}
+
+impl Kept {
+    /// Keeps k = k(xᵢ, q_j) among point j's values if it beats the smallest of them.
+    fn offer(&mut self, j: usize, k: f64, i: usize) {
+        if k > self.threshold[j] {
+            let s = NEIGHBOURS;
+            let values = &mut self.values[j * s..(j + 1) * s];
+            values[self.slot[j]] = k;
+            self.indices[j * s + self.slot[j]] = i;
+            let (at, low) =
+                values
+                    .iter()
+                    .enumerate()
+                    .fold(
+                        (0, f64::INFINITY),
+                        |(at, low), (p, &v)| if v < low { (p, v) } else { (at, low) },
+                    );
+            self.slot[j] = at;
+            self.threshold[j] = low;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -297,21 +368,55 @@ mod tests {
         assert!(finite > 150, "only {finite} finite bounds");
     }
 
-    /// The neighbours are the observations of largest kernel value, whatever the row order.
+    /// The neighbours are the observations of largest kernel value, whatever the row order:
+    /// with fewer than eight points (no whole group), a whole number of groups, and groups plus
+    /// a remainder; with distinct values and with many ties.
     #[test]
     fn nearest_finds_the_largest_kernel_values() {
-        let (t, m) = (100, 3);
-        let cross: Vec<f64> = (0..t * m).map(|k| ((k * 7919) % 1009) as f64).collect();
-        let nearest = nearest(&cross, m);
-        for j in 0..m {
-            let mut want: Vec<f64> = (0..t).map(|i| cross[i * m + j]).collect();
-            want.sort_by(|a, b| b.total_cmp(a));
-            let mut got: Vec<f64> = nearest[j * NEIGHBOURS..(j + 1) * NEIGHBOURS]
-                .iter()
-                .map(|&i| cross[i * m + j])
-                .collect();
-            got.sort_by(|a, b| b.total_cmp(a));
-            assert_eq!(got, want[..NEIGHBOURS]);
+        let t = 100;
+        for m in [3, 8, 21] {
+            for modulus in [1009, 7] {
+                let cross: Vec<f64> = (0..t * m).map(|k| ((k * 7919) % modulus) as f64).collect();
+                let nearest = nearest(&cross, m);
+                for j in 0..m {
+                    let mut want: Vec<f64> = (0..t).map(|i| cross[i * m + j]).collect();
+                    want.sort_by(|a, b| b.total_cmp(a));
+                    let chosen = &nearest[j * NEIGHBOURS..(j + 1) * NEIGHBOURS];
+                    let mut distinct = chosen.to_vec();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    assert_eq!(distinct.len(), NEIGHBOURS, "m = {m}, point {j}: {chosen:?}");
+                    let mut got: Vec<f64> = chosen.iter().map(|&i| cross[i * m + j]).collect();
+                    got.sort_by(|a, b| b.total_cmp(a));
+                    assert_eq!(
+                        got,
+                        want[..NEIGHBOURS],
+                        "m = {m}, modulus {modulus}, point {j}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The shared Gram values are the kernel's, in either order of the pair, whether they are
+    /// kept (few distinct neighbours) or computed afresh (more than `SharedGram::MAX`).
+    #[test]
+    fn shared_gram_values_are_the_kernels() {
+        let gram = |p: usize, q: usize| ((p * 31 + q * 17) % 101) as f64 + (p.min(q) as f64);
+        let symmetric = |p: usize, q: usize| gram(p.max(q), p.min(q));
+        let t = 1000;
+        // Neighbour lists cycling through `distinct` observations, on both sides of the limit.
+        for distinct in [40, SharedGram::MAX, SharedGram::MAX + 1, 400] {
+            let nearest: Vec<usize> = (0..8 * 125).map(|k| (k % distinct) * 2).collect();
+            let mut shared = SharedGram::new(&nearest, t);
+            assert_eq!(shared.values.is_empty(), distinct > SharedGram::MAX);
+            for pass in 0..2 {
+                for (k, &p) in nearest.iter().enumerate() {
+                    let q = nearest[(k * 7 + pass) % nearest.len()];
+                    assert_eq!(shared.get(p, q, &symmetric), symmetric(p, q));
+                    assert_eq!(shared.get(q, p, &symmetric), symmetric(p, q));
+                }
+            }
         }
     }
 }

@@ -12,14 +12,16 @@
 //! are solved to the end first. The second matters when exploration bonuses dominate the
 //! spread of the means (rough kernels, short length-scales), where the first prunes nothing.
 //!
-//! With several regularisers (DMM-UCB's grid) and at least 256 observations, each point also
-//! gets an upper bound from the eight observations nearest to it ([`super::local`]:
-//! conditioning on fewer data never lowers the posterior variance). It drops most points
-//! before any row is solved, and ranks the rest so well that eight probes, solved first,
-//! usually include every point that survives: each factor is then read in one pass rather
-//! than two. (At t = 1000 with 100 arms, the points alive after the probes fell from about 50
-//! to a median of 0, and the DMM round by about a quarter.) These bounds lie above the
-//! computed U by a rounding margin, argued in [`super::local`].
+//! From 256 observations on, each point also gets an upper bound from the eight observations
+//! nearest to it ([`super::local`]: conditioning on fewer data never lowers the posterior
+//! variance). Where the data are dense at the scale of the kernel it drops most points before
+//! any row is solved, and ranks the rest so well that eight probes, solved first, usually
+//! include every point that survives: each factor is then read in one pass rather than two.
+//! (At t = 1000 with 100 arms, the points alive after the probes fell from about 50 to a
+//! median of 0, and the DMM round by about a quarter.) Where eight neighbours explain too
+//! little of the variance (long length-scales) a single factor does better with the first
+//! rows' ranking, and [`Choice::crowded`] tells the caller which of the two paths to take. They lie above the computed U by a rounding margin, argued in
+//! [`super::local`].
 //!
 //! With several regularisers, any one U_r bounds U = min_r U_r from above.
 //! Until the probes are taken every regulariser is solved in lockstep; after that each
@@ -311,6 +313,24 @@ fn compact_columns(matrix: &mut [f64], width: usize, kept: &[usize]) {
     }
 }
 
+/// The outcome of [`argmax`].
+pub(crate) struct Choice {
+    /// The point with the largest U (lowest index among ties).
+    pub index: usize,
+    /// The points still in play right after the probes were solved, if probes were taken.
+    pub alive_after_probes: Option<usize>,
+}
+
+impl Choice {
+    /// Whether more than a quarter of the `len` points were still in play after the probes.
+    /// Without local bounds, that is where they pay for themselves; with them, it is where
+    /// they do not (smooth kernels with long length-scales, where eight neighbours explain too
+    /// little of the variance and the first rows rank the probes better).
+    pub fn crowded(&self, len: usize) -> bool {
+        self.alive_after_probes.is_some_and(|alive| 4 * alive > len)
+    }
+}
+
 /// The index of the point with the largest U (lowest index among ties). `storage` holds one
 /// buffer per regulariser, used as scratch (its allocations are reused from call to call);
 /// on success each holds the chosen point's solved column L_r⁻¹k_t(x).
@@ -318,7 +338,7 @@ fn compact_columns(matrix: &mut [f64], width: usize, kept: &[usize]) {
 /// # Errors
 /// [`Error::NonFinite`] for a NaN U; [`Error::NotPositiveDefinite`] for a clearly negative
 /// posterior variance at a point that is solved to the end.
-pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<usize> {
+pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<Choice> {
     let (t, m, n_reg) = (batch.rows(), batch.len, batch.factors.len());
     let mut floor = (0..m)
         .map(|j| {
@@ -336,6 +356,7 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
     };
     let mut rest = Columns::all(batch, std::mem::take(storage));
     let mut finished = Vec::new();
+    let mut alive_after_probes = None;
     // Every regulariser in lockstep until the probes are taken.
     loop {
         rest.prune(batch, floor);
@@ -356,6 +377,7 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
             floor = values.iter().copied().fold(floor, f64::max);
             finished.push((probes, values));
             rest.prune(batch, floor);
+            alive_after_probes = Some(rest.len());
             break;
         }
         rest.advance(batch);
@@ -421,5 +443,8 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<u
         buffer.clear();
         buffer.extend_from_slice(&column);
     }
-    Ok(j)
+    Ok(Choice {
+        index: j,
+        alive_after_probes,
+    })
 }

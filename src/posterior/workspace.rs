@@ -24,6 +24,12 @@ pub(crate) struct QueryWorkspace {
     /// Scratch for the unsolved cross-kernel block of
     /// [`super::ExactPosterior::argmax_upper`].
     pub(crate) cross: Vec<f64>,
+    /// With one regulariser, which path [`super::ExactPosterior::argmax_upper`] takes
+    /// ([`super::select::Choice::crowded`]): whether the last query without local bounds
+    /// left many points after its probes, and how many queries are left before local bounds
+    /// are tried again after they last left many. Speed only: the choice is the same either way.
+    pub(crate) plain_crowded: bool,
+    pub(crate) local_rest: u32,
 }
 
 impl QueryWorkspace {
