@@ -760,12 +760,14 @@ impl<K: Kernel> ExactPosterior<K> {
     /// upper bound on its U (from the rows solved so far) falls below a value the maximum is
     /// known to reach: max_x min_r μ_r(x), then the exact U of the four most promising points,
     /// solved first. From t = 256 on, an upper bound from the eight observations nearest to
-    /// each point prunes first and picks eight such points (with one regulariser, only while
-    /// it prunes far more than the first rows do). The result is exact,
-    /// not a heuristic: see the `select` module for why this holds in floating point too. Up
-    /// to 128 observations (one storage block of the factors, where the pruning has nothing to
-    /// skip) it simply evaluates every point. The chosen point's solved columns are kept, so
-    /// that an update there costs O(t) per regulariser.
+    /// each point prunes first and picks eight such points. With one regulariser that bound
+    /// is used only while the previous call without it left more than a quarter of the
+    /// points after its probes, and it rests for 32 calls after a call where it left as many
+    /// itself. The result is exact, not a heuristic, whichever path is taken: see the `select`
+    /// module for why this holds in floating point too. Up to 128 observations (one storage
+    /// block of the factors, where the pruning has nothing to skip) it simply evaluates every
+    /// point. The chosen point's solved columns are kept, so that an update there costs O(t)
+    /// per regulariser.
     ///
     /// μ_r here comes from α_r rather than from the solved column, so U may differ from the
     /// value [`ExactPosterior::evaluate`] implies in the last bits.

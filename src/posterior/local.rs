@@ -97,8 +97,9 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
 }
 
 /// Kernel values between observations, each computed once per call: the points' neighbour sets
-/// overlap heavily when the observations cluster (a UCB agent's do), so that most of the
-/// 28 values of an 8 × 8 Gram matrix were computed for an earlier point.
+/// overlap where the observations cluster (a UCB agent's do), so that many of the 28 values of
+/// an 8 × 8 Gram matrix were computed for an earlier point. (In a 1000-round AMM run of
+/// `kbandit reproduce table1`, Matérn 5/2 with ℓ = 0.5, a quarter fewer kernel evaluations.)
 struct SharedGram {
     /// The position of observation i among the distinct neighbours, or `u32::MAX`.
     position: Vec<u32>,

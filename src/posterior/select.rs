@@ -20,8 +20,8 @@
 //! (At t = 1000 with 100 arms, the points alive after the probes fell from about 50 to a
 //! median of 0, and the DMM round by about a quarter.) Where eight neighbours explain too
 //! little of the variance (long length-scales) a single factor does better with the first
-//! rows' ranking, and [`Choice::crowded`] tells the caller which of the two paths to take. They lie above the computed U by a rounding margin, argued in
-//! [`super::local`].
+//! rows' ranking, and [`Choice::crowded`] tells the caller which of the two paths to take.
+//! These bounds lie above the computed U by a rounding margin, argued in [`super::local`].
 //!
 //! With several regularisers, any one U_r bounds U = min_r U_r from above.
 //! Until the probes are taken every regulariser is solved in lockstep; after that each
