@@ -57,6 +57,7 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
     let mut gram = [[0.0; NEIGHBOURS]; NEIGHBOURS];
     let mut factor = [[0.0; NEIGHBOURS]; NEIGHBOURS];
     let mut z = [0.0; NEIGHBOURS];
+    let tt = (t * t + s * s) as f64;
     for (j, bound) in bounds.iter_mut().enumerate() {
         let idx = &nearest[j * s..(j + 1) * s];
         for p in 0..s {
@@ -65,7 +66,6 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
             }
         }
         let prior = problem.prior_variance[j];
-        let tt = (t * t + s * s) as f64;
         for (r, (&a, &width)) in problem.regularisers.iter().zip(problem.widths).enumerate() {
             let margin = 8.0 * tt * f64::EPSILON * (problem.max_prior + a) / a * prior;
             let usable = margin <= 0.25 * prior;
