@@ -17,6 +17,15 @@
 //!   values of a dropped arm, and no α.
 //!
 //! Rows are checked at r = 32, 64, 96, 128 and then every 128, as the crate's pruning does.
+//!
+//! Then two bounds from a q-dimensional projection of the data, which the crate does not use
+//! yet: for any t × q matrix P the variance given Pᵀy, k(x, x) − kᵀP (Pᵀ(K + aI)P)⁻¹ Pᵀk, is
+//! at least the variance given y (Pᵀy is a function of y), so μ(x) + β times its square root
+//! bounds U(x). With Z q observations spread out by farthest-point sampling: **cells**, P the
+//! indicators of Z's Voronoi cells (Pᵀy sums the targets of each cell; Pᵀk costs t additions
+//! per arm, and Pᵀ(K + aI)P ⪰ a·diag(cell sizes) is well conditioned), and **Nyström**,
+//! P = K_{X,Z} (t·q multiply-adds per arm; Pᵀ(K + aI)P can be singular in double precision,
+//! shown as —). Printed: the arms each leaves in play.
 //! Printed per bound: the arms still in play after r rows, the kernel evaluations, the
 //! multiply-adds of the forward substitutions (r²/2 per arm dropped after r rows, t²/2 per arm
 //! never dropped), and the cost of one kernel evaluation, in multiply-adds, above which the
@@ -73,7 +82,11 @@ fn analyse<K: Kernel>(name: &str, posterior: &ExactPosterior<K>, beta: f64, arms
     for i in 0..t {
         gram[(i, i)] += a;
     }
-    let l = gram.cholesky().expect("K + aI is positive definite").l();
+    let l = gram
+        .clone()
+        .cholesky()
+        .expect("K + aI is positive definite")
+        .l();
     let w = l
         .solve_lower_triangular(&DVector::from_column_slice(posterior.targets()))
         .expect("non-singular");
@@ -83,12 +96,18 @@ fn analyse<K: Kernel>(name: &str, posterior: &ExactPosterior<K>, beta: f64, arms
         tail[i] = tail[i + 1] + w[i] * w[i];
     }
     let mut scratch = vec![0.0; arms.dim()];
-    let columns: Vec<(DVector<f64>, f64)> = (0..arms.len())
+    let cross: Vec<DVector<f64>> = (0..arms.len())
         .map(|j| {
             let x = arms.point(j, &mut scratch);
-            let k = DVector::from_fn(t, |i, _| kernel.eval(posterior.input(i), x));
-            let v = l.solve_lower_triangular(&k).expect("non-singular");
-            (v, kernel.eval_diag(x))
+            DVector::from_fn(t, |i, _| kernel.eval(posterior.input(i), x))
+        })
+        .collect();
+    let columns: Vec<(DVector<f64>, f64)> = cross
+        .iter()
+        .enumerate()
+        .map(|(j, k)| {
+            let v = l.solve_lower_triangular(k).expect("non-singular");
+            (v, kernel.eval_diag(arms.point(j, &mut scratch)))
         })
         .collect();
     let ucb = |v: &DVector<f64>, prior: f64| {
@@ -159,6 +178,126 @@ fn analyse<K: Kernel>(name: &str, posterior: &ExactPosterior<K>, beta: f64, arms
          measured here: {:.0}",
         kernel_cost(posterior, arms)
     );
+    let means: Vec<f64> = columns.iter().map(|(v, _)| v.dot(&w)).collect();
+    let priors: Vec<f64> = columns.iter().map(|(_, prior)| *prior).collect();
+    let query = Query {
+        gram: &gram,
+        cross: &cross,
+        means: &means,
+        priors: &priors,
+        beta,
+        best,
+    };
+    for (label, nystrom) in [("cells", false), ("Nyström", true)] {
+        let line: Vec<String> = SUBSPACES
+            .iter()
+            .filter(|&&q| q < t)
+            .map(|&q| {
+                let centres = farthest_points(posterior, q);
+                let p = if nystrom {
+                    nystrom_directions(posterior, &centres)
+                } else {
+                    cell_indicators(posterior, &centres)
+                };
+                query.in_play(&p).map_or_else(
+                    || format!("  — with q = {q}"),
+                    |n| format!("{n:>3} with q = {q}"),
+                )
+            })
+            .collect();
+        println!("    {label:<10}  in play: {}", line.join(", "));
+    }
+}
+
+/// Sizes q of the subspaces tried.
+const SUBSPACES: [usize; 3] = [64, 128, 256];
+
+/// One query's exact quantities, for the subspace bounds.
+struct Query<'a> {
+    /// K_t + aI.
+    gram: &'a nalgebra::DMatrix<f64>,
+    /// k_t(x) per arm.
+    cross: &'a [DVector<f64>],
+    means: &'a [f64],
+    priors: &'a [f64],
+    beta: f64,
+    /// max_x U(x).
+    best: f64,
+}
+
+impl Query<'_> {
+    /// The arms whose bound from the observations' projections Pᵀy stays ≥ max U: the variance
+    /// given Pᵀy, k(x, x) − kᵀP (Pᵀ(K + aI)P)⁻¹ Pᵀk, is at least the variance given y (a
+    /// linear function of the data carries no more information), for any t × q matrix P.
+    /// `None` if Pᵀ(K + aI)P is not positive definite in double precision.
+    fn in_play(&self, p: &nalgebra::DMatrix<f64>) -> Option<usize> {
+        let projected = p.transpose() * self.gram * p;
+        let factor = projected.cholesky()?.l();
+        let count = (0..self.cross.len())
+            .filter(|&j| {
+                let s = factor
+                    .solve_lower_triangular(&(p.transpose() * &self.cross[j]))
+                    .expect("non-singular");
+                let left = (self.priors[j] - s.norm_squared()).max(0.0);
+                self.means[j] + self.beta * left.sqrt() >= self.best
+            })
+            .count();
+        Some(count)
+    }
+}
+
+/// q observations spread out by farthest-point sampling (from the first).
+fn farthest_points<K: Kernel>(posterior: &ExactPosterior<K>, q: usize) -> Vec<usize> {
+    let t = posterior.len();
+    let distance = |i: usize, j: usize| -> f64 {
+        let (x, y) = (posterior.input(i), posterior.input(j));
+        x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()
+    };
+    let mut centres = vec![0];
+    let mut nearest: Vec<f64> = (0..t).map(|i| distance(i, 0)).collect();
+    while centres.len() < q.min(t) {
+        let far = (0..t)
+            .max_by(|&i, &j| nearest[i].total_cmp(&nearest[j]))
+            .expect("t > 0");
+        centres.push(far);
+        for (i, d) in nearest.iter_mut().enumerate() {
+            *d = d.min(distance(i, far));
+        }
+    }
+    centres
+}
+
+/// P[i, c] = 1 if observation i is nearest to centre c (its Voronoi cell): Pᵀy sums the
+/// targets of each cell, and Pᵀk costs t additions per arm.
+fn cell_indicators<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    centres: &[usize],
+) -> nalgebra::DMatrix<f64> {
+    let t = posterior.len();
+    let distance = |i: usize, c: usize| -> f64 {
+        let (x, y) = (posterior.input(i), posterior.input(centres[c]));
+        x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()
+    };
+    let cell: Vec<usize> = (0..t)
+        .map(|i| {
+            (0..centres.len())
+                .min_by(|&u, &v| distance(i, u).total_cmp(&distance(i, v)))
+                .expect("a centre")
+        })
+        .collect();
+    nalgebra::DMatrix::from_fn(t, centres.len(), |i, c| f64::from(u8::from(cell[i] == c)))
+}
+
+/// P = K_{X,Z} for the centres Z (Nyström's directions): Pᵀk costs t·q per arm.
+fn nystrom_directions<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    centres: &[usize],
+) -> nalgebra::DMatrix<f64> {
+    nalgebra::DMatrix::from_fn(posterior.len(), centres.len(), |i, c| {
+        posterior
+            .kernel()
+            .eval(posterior.input(i), posterior.input(centres[c]))
+    })
 }
 
 /// One kernel evaluation's time over one multiply-add's in the forward substitution of all
