@@ -17,21 +17,22 @@
 //!   values of a dropped arm, and no α.
 //!
 //! Rows are checked at r = 32, 64, 96, 128 and then every 128, as the crate's pruning does.
-//!
-//! Then two bounds from a q-dimensional projection of the data, which the crate does not use
-//! yet: for any t × q matrix P the variance given Pᵀy, k(x, x) − kᵀP (Pᵀ(K + aI)P)⁻¹ Pᵀk, is
-//! at least the variance given y (Pᵀy is a function of y), so μ(x) + β times its square root
-//! bounds U(x). With Z q observations spread out by farthest-point sampling: **cells**, P the
-//! indicators of Z's Voronoi cells (Pᵀy sums the targets of each cell; Pᵀk costs t additions
-//! per arm, and Pᵀ(K + aI)P ⪰ a·diag(cell sizes) is well conditioned), and **Nyström**,
-//! P = K_{X,Z} (t·q multiply-adds per arm; Pᵀ(K + aI)P can be singular in double precision,
-//! shown as —). Printed: the arms each leaves in play.
 //! Printed per bound: the arms still in play after r rows, the kernel evaluations, the
 //! multiply-adds of the forward substitutions (r²/2 per arm dropped after r rows, t²/2 per arm
 //! never dropped), and the cost of one kernel evaluation, in multiply-adds, above which the
 //! α-free bound would do less work in all (counting the back substitution for α, t²/2, and
 //! the means, t per arm, on the exact-mean side), with that cost measured on this machine (run
 //! it with `RAYON_NUM_THREADS=1` for one core).
+//!
+//! Then two bounds from a q-dimensional projection of the data, which the crate does not use
+//! yet. For any t × q matrix P the variance given Pᵀy, k(x, x) − kᵀP (Pᵀ(K + aI)P)⁻¹ Pᵀk (the
+//! Gaussian model's posterior given Pᵀy; Rasmussen & Williams 2006, §2.2), is at least the
+//! variance given y, since Pᵀy is a function of y; so μ(x) + β times its square root bounds
+//! U(x). With Z q observations spread out by farthest-point sampling: **cells**, P the
+//! indicators of Z's Voronoi cells (Pᵀy sums the targets of each cell; Pᵀk costs t additions
+//! per arm, and Pᵀ(K + aI)P ⪰ a·diag(cell sizes) is well conditioned), and **Nyström**,
+//! P = K_{X,Z} (t·q multiply-adds per arm; Pᵀ(K + aI)P can be singular in double precision,
+//! shown as —). Printed: the arms each leaves in play.
 
 use std::time::Instant;
 
@@ -61,7 +62,7 @@ struct Work {
 }
 
 impl Work {
-    /// Records an arm first dropped after `rows` rows (`None`: never), out of `checks`.
+    /// Records an arm first dropped after `dropped` rows (`None`: never), out of `checks`.
     fn record(&mut self, checks: &[usize], dropped: Option<usize>, kernel_evals: usize) {
         let t = *checks.last().expect("at least one check");
         for (alive, &r) in self.alive.iter_mut().zip(checks) {
