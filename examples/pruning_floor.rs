@@ -62,6 +62,13 @@ struct Work {
 }
 
 impl Work {
+    fn new(checks: usize) -> Self {
+        Self {
+            alive: vec![0; checks],
+            ..Self::default()
+        }
+    }
+
     /// Records an arm first dropped after `dropped` rows (`None`: never), out of `checks`.
     fn record(&mut self, checks: &[usize], dropped: Option<usize>, kernel_evals: usize) {
         let t = *checks.last().expect("at least one check");
@@ -111,24 +118,17 @@ fn analyse<K: Kernel>(name: &str, posterior: &ExactPosterior<K>, beta: f64, arms
             (v, kernel.eval_diag(arms.point(j, &mut scratch)))
         })
         .collect();
-    let ucb = |v: &DVector<f64>, prior: f64| {
-        v.dot(&w) + beta * (prior - v.norm_squared()).max(0.0).sqrt()
-    };
+    let means: Vec<f64> = columns.iter().map(|(v, _)| v.dot(&w)).collect();
+    let priors: Vec<f64> = columns.iter().map(|(_, prior)| *prior).collect();
     let best = columns
         .iter()
-        .map(|(v, prior)| ucb(v, *prior))
+        .zip(&means)
+        .map(|((v, prior), mean)| mean + beta * (prior - v.norm_squared()).max(0.0).sqrt())
         .fold(f64::NEG_INFINITY, f64::max);
     let checks = row_checks(t);
-    let mut exact = Work {
-        alive: vec![0; checks.len()],
-        ..Work::default()
-    };
-    let mut alpha_free = Work {
-        alive: vec![0; checks.len()],
-        ..Work::default()
-    };
-    for (v, prior) in &columns {
-        let mean = v.dot(&w);
+    let mut exact = Work::new(checks.len());
+    let mut alpha_free = Work::new(checks.len());
+    for (((v, _), &prior), &mean) in columns.iter().zip(&priors).zip(&means) {
         let (mut explained, mut partial, mut row) = (0.0, 0.0, 0);
         let (mut dropped_exact, mut dropped_free) = (None, None);
         for &r in &checks[..checks.len() - 1] {
@@ -179,8 +179,6 @@ fn analyse<K: Kernel>(name: &str, posterior: &ExactPosterior<K>, beta: f64, arms
          measured here: {:.0}",
         kernel_cost(posterior, arms)
     );
-    let means: Vec<f64> = columns.iter().map(|(v, _)| v.dot(&w)).collect();
-    let priors: Vec<f64> = columns.iter().map(|(_, prior)| *prior).collect();
     let query = Query {
         gram: &gram,
         cross: &cross,
@@ -250,10 +248,7 @@ impl Query<'_> {
 /// q observations spread out by farthest-point sampling (from the first).
 fn farthest_points<K: Kernel>(posterior: &ExactPosterior<K>, q: usize) -> Vec<usize> {
     let t = posterior.len();
-    let distance = |i: usize, j: usize| -> f64 {
-        let (x, y) = (posterior.input(i), posterior.input(j));
-        x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()
-    };
+    let distance = |i: usize, j: usize| squared_distance(posterior, i, j);
     let mut centres = vec![0];
     let mut nearest: Vec<f64> = (0..t).map(|i| distance(i, 0)).collect();
     while centres.len() < q.min(t) {
@@ -268,6 +263,12 @@ fn farthest_points<K: Kernel>(posterior: &ExactPosterior<K>, q: usize) -> Vec<us
     centres
 }
 
+/// ‖xᵢ − xⱼ‖² between two observations.
+fn squared_distance<K: Kernel>(posterior: &ExactPosterior<K>, i: usize, j: usize) -> f64 {
+    let (x, y) = (posterior.input(i), posterior.input(j));
+    x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()
+}
+
 /// P[i, c] = 1 if observation i is nearest to centre c (its Voronoi cell): Pᵀy sums the
 /// targets of each cell, and Pᵀk costs t additions per arm.
 fn cell_indicators<K: Kernel>(
@@ -275,10 +276,7 @@ fn cell_indicators<K: Kernel>(
     centres: &[usize],
 ) -> nalgebra::DMatrix<f64> {
     let t = posterior.len();
-    let distance = |i: usize, c: usize| -> f64 {
-        let (x, y) = (posterior.input(i), posterior.input(centres[c]));
-        x.iter().zip(y).map(|(a, b)| (a - b) * (a - b)).sum()
-    };
+    let distance = |i: usize, c: usize| squared_distance(posterior, i, centres[c]);
     let cell: Vec<usize> = (0..t)
         .map(|i| {
             (0..centres.len())
