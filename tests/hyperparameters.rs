@@ -853,6 +853,105 @@ fn fitted_kernel_snapshot_round_trip_and_validation() {
     ));
 }
 
+/// A fit's snapshot restores it exactly, and the bound it gives observes and answers as the
+/// original's does; states a fit could not have (checksum recomputed) are refused.
+#[cfg(feature = "serde")]
+#[test]
+fn fit_snapshot_round_trip_and_validation() {
+    use kernel_bandits::SnapshotError;
+    use kernel_bandits::hyper::Fit;
+    use kernel_bandits::snapshot::Snapshot;
+    let mut r = rng(31);
+    let xs = uniform_points(&mut r, 30, 2);
+    let ys: Vec<f64> = xs.iter().map(|x| (4.0 * x[0]).sin() + x[1]).collect();
+    let shared = fit_hyperparameters(&FitOptions::new(), &xs, &ys).unwrap();
+    // Per dimension, in a box that excludes the likelihood's maximum: both edge lists in use.
+    let edged = fit_hyperparameters(
+        &FitOptions::new()
+            .lengthscales(LengthScales::PerDimension)
+            .lengthscale_bounds(2.0, 5.0)
+            .noise_bounds(0.3, 0.5),
+        &xs,
+        &ys,
+    )
+    .unwrap();
+    assert!(!edged.at_lower().is_empty(), "{edged:?}");
+    for fit in [&shared, &edged] {
+        let from_json = Fit::from_json(&fit.to_json().unwrap()).unwrap();
+        let from_bytes = Fit::from_bytes(&fit.to_bytes().unwrap()).unwrap();
+        assert_eq!(&from_json, fit);
+        assert_eq!(&from_bytes, fit);
+        // The same bound, bit for bit, after the same observations.
+        let config = BoundConfig::new().params(BoundParams::new().norm_bound(2.0));
+        let mut a = fit.bound(BoundKind::Dmm, &config).unwrap();
+        let mut b = from_bytes.bound(BoundKind::Dmm, &config).unwrap();
+        let later = uniform_points(&mut r, 12, 2);
+        let targets: Vec<f64> = later.iter().map(|x| x[0] - x[1]).collect();
+        let later_points = later.as_points().unwrap();
+        a.observe_many(&later_points, &targets).unwrap();
+        b.observe_many(&later_points, &targets).unwrap();
+        let probe = uniform_points(&mut r, 7, 2);
+        let (ua, ub) = (a.bounds(&probe).unwrap(), b.bounds(&probe).unwrap());
+        assert_eq!(format!("{ua:?}"), format!("{ub:?}"));
+    }
+    // Edited states, each written with a valid checksum, so that only `restore` can refuse them.
+    let edit = |fit: &Fit, path: &[&str], value: serde_json::Value| -> Result<Fit, Error> {
+        let mut json: serde_json::Value = serde_json::from_str(&fit.to_json().unwrap()).unwrap();
+        let mut slot = &mut json["state"];
+        for key in path {
+            slot = &mut slot[*key];
+        }
+        *slot = value;
+        let state: Fit = serde_json::from_value(json["state"].clone()).unwrap();
+        Fit::from_json(&state.to_json().unwrap())
+    };
+    let refused = |result: Result<Fit, Error>| {
+        assert!(
+            matches!(result, Err(Error::Snapshot(SnapshotError::Inconsistent(_)))),
+            "{result:?}"
+        );
+    };
+    refused(edit(&shared, &["noise_sd"], serde_json::json!(-0.1)));
+    refused(edit(&shared, &["noise_sd"], serde_json::json!(0.0)));
+    refused(edit(&shared, &["observations"], serde_json::json!(1)));
+    refused(edit(&shared, &["evaluations"], serde_json::json!(0)));
+    refused(edit(
+        &shared,
+        &["kernel", "lengthscales"],
+        serde_json::json!([-0.5]),
+    ));
+    // A shared kernel has one length-scale, index 0.
+    refused(edit(
+        &shared,
+        &["at_lower"],
+        serde_json::json!([{"Lengthscale": 1}]),
+    ));
+    refused(edit(
+        &shared,
+        &["at_upper"],
+        serde_json::json!(["NoiseSd", "NoiseSd"]),
+    ));
+    // On both edges at once.
+    refused(
+        edit(
+            &shared,
+            &["at_lower"],
+            serde_json::json!([{"Lengthscale": 0}]),
+        )
+        .and_then(|f| edit(&f, &["at_upper"], serde_json::json!([{"Lengthscale": 0}]))),
+    );
+    // The checks accept what a fit can produce.
+    let accepted = edit(
+        &shared,
+        &["at_lower"],
+        serde_json::json!([{"Lengthscale": 0}]),
+    );
+    assert_eq!(
+        accepted.unwrap().at_lower(),
+        [HyperParameter::Lengthscale(0)]
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // (g) the warm-up helper.
 // ---------------------------------------------------------------------------------------------

@@ -358,6 +358,9 @@ class Fit:
         adaptive: bool = False,
         max_level: int = 40,
     ) -> Bound: ...
+    def to_bytes(self) -> bytes: ...
+    @staticmethod
+    def from_bytes(data: bytes) -> Fit: ...
 
 def fit_hyperparameters(
     x: ArrayLike,

@@ -9,8 +9,10 @@ use kernel_bandits::hyper::{
     ReplicateEstimate as RsReplicate, ResidualEstimate as RsResidual,
 };
 use kernel_bandits::points::Points;
+use kernel_bandits::snapshot::Snapshot;
 use numpy::PyArray1;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::arrays::{elements, matrix, rows, vector};
 use crate::bounds::{PyAnyBound, PyBound, adaptive};
@@ -346,6 +348,28 @@ impl Fit {
             PyAnyBound::Plain(plain)
         };
         PyBound { inner, spec }.into_py_object(py)
+    }
+
+    /// The fit as bytes (the crate's binary snapshot), for `Fit.from_bytes`; fits also pickle
+    /// and copy, so that a fit made once can be stored or sent to other processes.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bytes = self.0.to_bytes().or_raise()?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// A fit from `to_bytes`, exactly as it was saved (`SnapshotError` for bytes that are not
+    /// a fit's snapshot of this version, or a state no fit could have).
+    #[staticmethod]
+    fn from_bytes(data: &[u8]) -> PyResult<Self> {
+        Ok(Self(RsFit::from_bytes(data).or_raise()?))
+    }
+
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>,))> {
+        let py = slf.py();
+        let restore = py.get_type::<Fit>().getattr("from_bytes")?;
+        Ok((restore, (slf.get().to_bytes(py)?,)))
     }
 
     fn __repr__(&self) -> String {

@@ -221,6 +221,36 @@ def test_fit_bound_starts_empty_with_the_fitted_kernel_and_sigma(name, rng, data
             assert np.array_equal(a, b)
 
 
+def test_fits_pickle_copy_and_give_the_same_bounds(rng, data):
+    x, y = data
+    for fit in (kb.fit_hyperparameters(x, y),
+                kb.fit_hyperparameters(x, y, per_dimension=True, lengthscale_bounds=(2.0, 5.0))):
+        for restored in (pickle.loads(pickle.dumps(fit)), copy.deepcopy(fit),
+                         kb.Fit.from_bytes(fit.to_bytes())):
+            assert type(restored) is kb.Fit and repr(restored) == repr(fit)
+            assert restored.to_bytes() == fit.to_bytes()
+            for name in ("noise_sd", "variance", "log_likelihood", "evaluations", "converged",
+                         "observations", "on_box_edge", "at_lower", "at_upper"):
+                assert getattr(restored, name) == getattr(fit, name), name
+            np.testing.assert_array_equal(restored.lengthscales, fit.lengthscales)
+            assert restored.kernel == fit.kernel
+            # The same bound, bit for bit, after the same observations.
+            later, probe = rng.random((12, 2)), rng.random((9, 2))
+            bounds = []
+            for f in (fit, restored):
+                bound = f.bound("dmm", norm_bound=2.0)
+                bound.observe_many(later, np.cos(3 * later[:, 1]))
+                bounds.append(bound.bounds(probe))
+            for a, b in zip(*bounds):
+                assert np.array_equal(a, b)
+    # Bytes that are not a fit's snapshot: a kernel's, a damaged one, a truncated one.
+    data = bytearray(fit.to_bytes())
+    data[len(data) // 2] ^= 0x10
+    for bad in (fit.kernel.to_bytes(), bytes(data), fit.to_bytes()[:20], b""):
+        with pytest.raises(kb.SnapshotError):
+            kb.Fit.from_bytes(bad)
+
+
 def test_fit_bound_adaptive_and_paper_defaults(data):
     x, y = data
     fit = kb.fit_hyperparameters(x, y)

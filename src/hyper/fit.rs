@@ -89,6 +89,7 @@ pub enum Noise {
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum HyperParameter {
     /// The length-scale of this coordinate (0 for a shared length-scale).
     Lengthscale(usize),
@@ -330,6 +331,10 @@ impl FitOptions {
 /// is not identified by the likelihood); an adaptive doubling of B (`bound::AdaptiveNorm`)
 /// addresses it separately.
 ///
+/// With the `serde` feature a fit is a `kernel_bandits::snapshot::Snapshot`: saved whole and
+/// restored exactly, so that a fit made once, on a warm-up set that may be gone, gives the same
+/// bounds elsewhere.
+///
 /// # Examples
 /// ```
 /// use kernel_bandits::bound::{BoundConfig, BoundKind, BoundParams, ConfidenceBound};
@@ -349,6 +354,7 @@ impl FitOptions {
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Fit {
     kernel: FittedKernel,
     noise_sd: f64,
@@ -662,6 +668,46 @@ pub fn fit_hyperparameters<P: AsPoints + ?Sized>(
         at_lower,
         at_upper,
     })
+}
+
+/// A fit is saved whole, so that a fit made once (on a warm-up set that may be gone) can be
+/// stored or sent to other processes and give the same bounds.
+#[cfg(feature = "serde")]
+impl crate::snapshot::Snapshot for Fit {
+    fn kind() -> String {
+        "fit".into()
+    }
+    /// The kernel is rebuilt by its checked constructors (see [`FittedKernel`]'s snapshot); σ
+    /// must be one that [`fit_hyperparameters`] accepts, the log likelihood finite, with at
+    /// least one evaluation and two observations, and each parameter reported on an edge of
+    /// its box must exist in the kernel and be reported once.
+    fn restore(&mut self) -> Result<()> {
+        use crate::snapshot::{ensure, rebuild_error};
+        self.kernel.restore()?;
+        check_noise_sd(self.noise_sd).map_err(rebuild_error("fit"))?;
+        ensure(
+            self.log_likelihood.is_finite() && self.evaluations >= 1 && self.observations >= 2,
+            || {
+                format!(
+                    "fit: log likelihood {}, {} evaluations, {} observations",
+                    self.log_likelihood, self.evaluations, self.observations
+                )
+            },
+        )?;
+        let lengthscales = self.kernel.lengthscales().len();
+        let mut seen: Vec<HyperParameter> = Vec::new();
+        for &p in self.at_lower.iter().chain(&self.at_upper) {
+            let exists = match p {
+                HyperParameter::Lengthscale(i) => i < lengthscales,
+                HyperParameter::OutputVariance | HyperParameter::NoiseSd => true,
+            };
+            ensure(exists && !seen.contains(&p), || {
+                format!("fit: {p:?} reported on the edge of its box (twice, or not a parameter)")
+            })?;
+            seen.push(p);
+        }
+        Ok(())
+    }
 }
 
 /// The log box from the options and the data's scales.
