@@ -128,7 +128,8 @@ fn analyse<K: Kernel>(name: &str, posterior: &ExactPosterior<K>, beta: f64, arms
     let checks = row_checks(t);
     let mut exact = Work::new(checks.len());
     let mut alpha_free = Work::new(checks.len());
-    for (((v, _), &prior), &mean) in columns.iter().zip(&priors).zip(&means) {
+    for ((v, prior), &mean) in columns.iter().zip(&means) {
+        let prior = *prior;
         let (mut explained, mut partial, mut row) = (0.0, 0.0, 0);
         let (mut dropped_exact, mut dropped_free) = (None, None);
         for &r in &checks[..checks.len() - 1] {

@@ -842,15 +842,28 @@ fn fitted_kernel_snapshot_round_trip_and_validation() {
     }
     // A state with a negative length-scale (checksum recomputed) is refused on restore.
     let kernel = FittedKernel::per_dimension(KernelFamily::Rbf, &[0.1, 2.0], 1.0).unwrap();
-    let json = kernel.to_json().unwrap();
-    let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
-    value["state"]["lengthscales"][1] = serde_json::json!(-2.0);
-    let state: FittedKernel = serde_json::from_value(value["state"].clone()).unwrap();
-    let tampered = state.to_json().unwrap();
     assert!(matches!(
-        FittedKernel::from_json(&tampered),
+        edited(&kernel, &["lengthscales"], serde_json::json!([0.1, -2.0])),
         Err(Error::Snapshot(_))
     ));
+}
+
+/// `value` saved as JSON with the field at `path` of its state replaced by `new`, re-saved with
+/// a valid checksum (so that only `restore` can refuse it), and restored.
+#[cfg(feature = "serde")]
+fn edited<T: kernel_bandits::snapshot::Snapshot>(
+    value: &T,
+    path: &[&str],
+    new: serde_json::Value,
+) -> Result<T, Error> {
+    let mut json: serde_json::Value = serde_json::from_str(&value.to_json().unwrap()).unwrap();
+    let mut slot = &mut json["state"];
+    for key in path {
+        slot = &mut slot[*key];
+    }
+    *slot = new;
+    let state: T = serde_json::from_value(json["state"].clone()).unwrap();
+    T::from_json(&state.to_json().unwrap())
 }
 
 /// A fit's snapshot restores it exactly, and the bound it gives observes and answers as the
@@ -895,16 +908,7 @@ fn fit_snapshot_round_trip_and_validation() {
         assert_eq!(format!("{ua:?}"), format!("{ub:?}"));
     }
     // Edited states, each written with a valid checksum, so that only `restore` can refuse them.
-    let edit = |fit: &Fit, path: &[&str], value: serde_json::Value| -> Result<Fit, Error> {
-        let mut json: serde_json::Value = serde_json::from_str(&fit.to_json().unwrap()).unwrap();
-        let mut slot = &mut json["state"];
-        for key in path {
-            slot = &mut slot[*key];
-        }
-        *slot = value;
-        let state: Fit = serde_json::from_value(json["state"].clone()).unwrap();
-        Fit::from_json(&state.to_json().unwrap())
-    };
+    let edit = edited::<Fit>;
     let refused = |result: Result<Fit, Error>| {
         assert!(
             matches!(result, Err(Error::Snapshot(SnapshotError::Inconsistent(_)))),
