@@ -223,6 +223,11 @@ fn general(nu: f64) -> Smoothness {
 /// The Matérn profiles as functions of z² = r²/ℓ², branch-free apart from the final select
 /// (so that they vectorise). Beyond s = 745 the exponential underflows and the value is 0;
 /// the select also maps z² = +∞ (possible for tiny ℓ) to 0 instead of ∞·0 = NaN.
+///
+/// The products for ν = 3/2 and 5/2 are clamped to 1, as the K_ν path is: for tiny s the
+/// rounded factors (1 + s + …) and e^{−s} can multiply to 1 + ε (ν = 5/2 first at
+/// r/ℓ ≈ 8.2·10⁻⁹), which would give the Gram matrix of two such points an eigenvalue
+/// 1 − k = −ε < 0. e^{−z} alone (ν = 1/2) never exceeds 1.
 #[inline(always)]
 fn matern_half(z_sq: f64) -> f64 {
     let z = z_sq.sqrt();
@@ -233,14 +238,14 @@ fn matern_half(z_sq: f64) -> f64 {
 #[inline(always)]
 fn matern_three_halves(z_sq: f64) -> f64 {
     let s = SQRT_3 * z_sq.sqrt();
-    let value = (1.0 + s) * exp_neg(-s);
+    let value = ((1.0 + s) * exp_neg(-s)).min(1.0);
     if s < 745.0 { value } else { 0.0 }
 }
 
 #[inline(always)]
 fn matern_five_halves(z_sq: f64) -> f64 {
     let s = SQRT_5 * z_sq.sqrt();
-    let value = (1.0 + s + (5.0 / 3.0) * z_sq) * exp_neg(-s);
+    let value = ((1.0 + s + (5.0 / 3.0) * z_sq) * exp_neg(-s)).min(1.0);
     if s < 745.0 { value } else { 0.0 }
 }
 

@@ -11,8 +11,7 @@
 //! with w = L⁻¹y: one forward and one back substitution with the factor the posterior already
 //! keeps, no new factorisation.
 
-use faer::linalg::solvers::Llt;
-use faer::{Mat, MatRef, Side};
+use faer::{Mat, MatRef};
 
 use super::ExactPosterior;
 use super::health::clamp_variance;
@@ -165,10 +164,19 @@ impl<K: Kernel> ExactPosterior<K> {
     /// inputs, whose targets are not known: the variance after appending them, computed without
     /// appending (see [`ConditionedVariance`]). O(p·t²) for p pending points.
     ///
+    /// The factor of the pending block follows the pivot policy of the single-row append
+    /// (`super::health`): pending point i's pivot is √(ρ² + a), with ρ² its posterior variance
+    /// given the observations and the pending points before it, formed without a (so that a
+    /// regulariser below ε·k(x, x), e.g. σ = 10⁻⁸, is not lost to rounding) and raised to 0
+    /// where rounding made it slightly negative: a pending point that duplicates an observation
+    /// or another pending point has ρ² = 0 up to rounding, and its pivot is then √a, as it
+    /// would be if it were appended.
+    ///
     /// # Errors
     /// Pending points of the wrong dimension; non-finite kernel values;
-    /// [`Error::NotPositiveDefinite`] if the pending block is numerically singular (it cannot be
-    /// in exact arithmetic: its Schur complement is at least aI).
+    /// [`Error::NotPositiveDefinite`] if a pending point's ρ² is clearly negative or NaN (the
+    /// kernel is not positive semidefinite), naming the row it would take (t + i) and that
+    /// value.
     ///
     /// # Panics
     /// If `r` is out of range.
@@ -192,45 +200,37 @@ impl<K: Kernel> ExactPosterior<K> {
         if t > 0 && p > 0 {
             factor.solve_block(&mut solved, p);
         }
-        // S = K_PP + aI − V_PᵀV_P, the Schur complement the append would factorise.
-        let mut schur = Mat::<f64>::zeros(p, p);
+        // The Cholesky factor of S = K_PP + aI − V_PᵀV_P, the Schur complement the append
+        // would factorise, one row at a time; its off-diagonal entries need no a.
+        let mut l_s = Mat::<f64>::zeros(p, p);
         let mut scratch = vec![0.0; pending.dim()];
         let mut other = vec![0.0; pending.dim()];
         for i in 0..p {
-            for j in 0..=i {
-                let kij = if i == j {
-                    prior[i] + a
-                } else {
-                    self.kernel()
-                        .eval(pending.point(i, &mut scratch), pending.point(j, &mut other))
-                };
+            let xi = pending.point(i, &mut scratch);
+            for j in 0..i {
+                let kij = self.kernel().eval(xi, pending.point(j, &mut other));
                 let vv: f64 = (0..t).map(|l| solved[l * p + i] * solved[l * p + j]).sum();
-                schur[(i, j)] = kij - vv;
-                schur[(j, i)] = kij - vv;
+                let earlier: f64 = (0..j).map(|k| l_s[(i, k)] * l_s[(j, k)]).sum();
+                l_s[(i, j)] = (kij - vv - earlier) / l_s[(j, j)];
             }
+            let explained: f64 = (0..t).map(|l| solved[l * p + i].powi(2)).sum::<f64>()
+                + (0..i).map(|k| l_s[(i, k)].powi(2)).sum::<f64>();
+            let variance = prior[i] - explained;
+            if !variance.is_finite() || l_s.row(i).iter().any(|v| !v.is_finite()) {
+                return Err(Error::NonFinite {
+                    what: "kernel value at a pending point".into(),
+                });
+            }
+            let variance = clamp_variance(variance, prior[i].abs() + a, t + i)?;
+            l_s[(i, i)] = (variance + a).sqrt();
         }
-        if !schur.col_iter().all(|c| c.iter().all(|v| v.is_finite())) {
-            return Err(Error::NonFinite {
-                what: "kernel value at a pending point".into(),
-            });
-        }
-        let llt = if p == 0 {
-            None
-        } else {
-            Some(
-                Llt::new(schur.as_ref(), Side::Lower).map_err(|_| Error::NotPositiveDefinite {
-                    row: t,
-                    pivot: f64::NAN,
-                })?,
-            )
-        };
         Ok(ConditionedVariance {
             posterior: self,
             r,
             dim: if p == 0 { 0 } else { pending.dim() },
             pending: points,
             solved,
-            llt,
+            l_s,
         })
     }
 }
@@ -253,17 +253,17 @@ pub(crate) struct ConditionedVariance<'a, K> {
     pending: Vec<f64>,
     /// V_P, row-major t × p.
     solved: Vec<f64>,
-    /// The factor of S; `None` with no pending point.
-    llt: Option<Llt<f64>>,
+    /// L_S, the lower-triangular factor of S (p × p; empty with no pending point).
+    l_s: Mat<f64>,
 }
 
 impl<K: Kernel> ConditionedVariance<'_, K> {
     fn p(&self) -> usize {
-        self.llt.as_ref().map_or(0, |l| l.L().nrows())
+        self.l_s.nrows()
     }
 
     fn l_s(&self) -> Option<MatRef<'_, f64>> {
-        self.llt.as_ref().map(|l| l.L())
+        (self.p() > 0).then(|| self.l_s.as_ref())
     }
 
     /// Checks that points of dimension `dim` match the pending ones.
