@@ -132,15 +132,16 @@ pub struct Matern {
     inv_lengthscale: f64,
 }
 
-/// ν finite in (0, [`MAX_NU`]].
+/// ν a normal double in (0, [`MAX_NU`]]: a subnormal ν (below 2.2·10⁻³⁰⁸) is refused, as Γ(ν) ≈
+/// 1/ν overflows below about 5.6·10⁻³⁰⁹ and the gradient's 0 · ∞ is then NaN.
 fn check_nu(nu: f64) -> Result<f64> {
-    if nu > 0.0 && nu <= MAX_NU {
+    if nu >= f64::MIN_POSITIVE && nu <= MAX_NU {
         Ok(nu)
     } else {
         Err(Error::InvalidParameter {
             name: "nu",
             value: nu,
-            expected: "a finite number in (0, 100]",
+            expected: "a finite number in (0, 100], not subnormal (at least 2.2e-308)",
         })
     }
 }
@@ -150,8 +151,9 @@ impl Matern {
     /// or 2.5.
     ///
     /// # Errors
-    /// [`Error::InvalidParameter`] if ν is not a finite number in (0, 100] (NaN included), or ℓ
-    /// is not finite and positive with a finite 1/ℓ.
+    /// [`Error::InvalidParameter`] if ν is not a finite number in (0, 100] (NaN included) or is
+    /// subnormal (below 2.2·10⁻³⁰⁸, where Γ(ν) overflows), or ℓ is not finite and positive with
+    /// a finite 1/ℓ.
     pub fn new(nu: f64, lengthscale: f64) -> Result<Self> {
         let smoothness = if nu == 0.5 {
             Smoothness::Half

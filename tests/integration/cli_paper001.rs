@@ -4,8 +4,7 @@
 //! time-per-round files of `reproduce timing` (App. F.1), and the error paths.
 #![cfg(feature = "cli")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use cli::{assert_fails, floats, kbandit, read_json, scratch_dir};
 

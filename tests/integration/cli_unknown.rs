@@ -4,8 +4,7 @@
 //! warm-up rows kept out of the bound, and every error path (one line, exit status 2).
 #![cfg(feature = "cli")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -8,9 +8,7 @@
 //! is max φ_xᵀz s.t. ‖Φ_t z − y‖ ≤ R_t, ‖z‖ ≤ B: a well-scaled SOCP in z. R_t is computed here
 //! from a dense nalgebra Cholesky of K_t + a0 I. Nothing of the crate's CMM code is used.
 
-mod common;
-
-use common::socp::{radius_sq, socp};
+use crate::common::socp::{radius_sq, socp};
 use kernel_bandits::prelude::*;
 use nalgebra::{DMatrix, DVector};
 use proptest::prelude::*;

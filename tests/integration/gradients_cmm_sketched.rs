@@ -19,8 +19,6 @@
 //! that a gradient near a stationary point is not held to a relative accuracy its neighbours'
 //! values cannot give).
 
-mod common;
-
 use kernel_bandits::posterior::SketchedPosterior;
 use kernel_bandits::prelude::*;
 use nalgebra::{DMatrix, DVector};
@@ -291,7 +289,7 @@ impl DenseDual {
         let t = xs.len();
         let gram = DMatrix::from_fn(t, t, |i, j| rbf(&xs[i], &xs[j]));
         let y = DVector::from_column_slice(y);
-        let radius_sq = common::socp::radius_sq(&gram, &y, sigma, 1.0, delta);
+        let radius_sq = crate::common::socp::radius_sq(&gram, &y, sigma, 1.0, delta);
         Self {
             xs: xs.to_vec(),
             y,

@@ -3,8 +3,7 @@
 //! inputs (repeated observations, a dictionary on one side of the domain, anchors a few ulps
 //! apart, queries on anchors and far away); and the exact posterior against the dense one.
 
-#[path = "common/dense_variance.rs"]
-mod dense_variance;
+use crate::common::dense_variance;
 
 use kernel_bandits::posterior::SketchedPosterior;
 use kernel_bandits::prelude::*;

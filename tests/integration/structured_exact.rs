@@ -55,13 +55,11 @@
 //! `cargo test --release --all-features --test structured_exact -- --ignored --nocapture`;
 //! `STRUCTURED_CASE=<part of a case name>` restricts either to the matching cases.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use common::structured::{self, Case, KernelKind, KernelSpec, Path, Size, Step};
+use crate::common::structured::{self, Case, KernelKind, KernelSpec, Path, Size, Step};
 use kernel_bandits::bound::DMM_GRID;
 use kernel_bandits::kernel::Kernel;
 use kernel_bandits::prelude::*;

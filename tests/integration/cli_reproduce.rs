@@ -3,8 +3,7 @@
 //! seed the JSON reports, and the error paths (one line on stderr, exit status 2).
 #![cfg(feature = "cli")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use cli::{assert_fails_cleanly, kbandit, scratch_dir};
 

@@ -3,8 +3,7 @@
 //! from-scratch posterior (nalgebra Cholesky of the Gram matrix with the pending points
 //! appended), after every update of sequences with structured points.
 
-#[path = "common/dense_variance.rs"]
-mod dense_variance;
+use crate::common::dense_variance;
 
 use std::sync::Arc;
 

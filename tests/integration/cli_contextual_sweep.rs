@@ -4,8 +4,7 @@
 //! from the seeds the JSON reports, the plots, and the error paths (one line, exit status 2).
 #![cfg(feature = "cli")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use cli::{assert_fails_cleanly, scratch_dir};
 

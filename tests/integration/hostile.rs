@@ -756,9 +756,9 @@ fn run_property(
 ) -> usize {
     let counters = Counters::default();
     // A fixed seed per property (FNV-1a of its name): every run checks the same cases.
-    let seed = name
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let seed = name.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let config = Config {
         cases,
         rng_seed: RngSeed::Fixed(seed),

@@ -6,13 +6,11 @@
 //! through the library); and the error paths.
 #![cfg(feature = "cli")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use cli::{assert_fails_cleanly, floats, kbandit, scratch_dir};
 
-#[path = "common/dense_variance.rs"]
-mod dense_variance;
+use crate::common::dense_variance;
 
 use kernel_bandits::bound::{GpUcb, InformationGain};
 use kernel_bandits::env::DriftingProblem;

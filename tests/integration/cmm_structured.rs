@@ -23,12 +23,10 @@
 //! the quick family set; `--ignored` (release) runs the sweep over
 //! every kernel and length-scale.
 
-mod common;
-
 use std::time::Instant;
 
-use common::socp::{Directions, Primal, primal, radius_sq};
-use common::structured::{self, Case, Path, Size};
+use crate::common::socp::{Directions, Primal, primal, radius_sq};
+use crate::common::structured::{self, Case, Path, Size};
 use kernel_bandits::kernel::Kernel;
 use kernel_bandits::prelude::*;
 use nalgebra::{DMatrix, DVector, SymmetricEigen};

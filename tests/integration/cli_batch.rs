@@ -5,8 +5,7 @@
 //! flags fail cleanly (one line on stderr, exit status 2).
 #![cfg(feature = "cli")]
 
-#[path = "common/cli.rs"]
-mod cli;
+use crate::common::cli;
 
 use std::path::Path;
 

@@ -3,8 +3,7 @@
 //! exploration points against a dense variance computation, determinism, distinctness, and
 //! errors that change nothing.
 
-#[path = "common/dense_variance.rs"]
-mod dense_variance;
+use crate::common::dense_variance;
 
 use dense_variance::posterior_variance;
 use kernel_bandits::points::AsPoints;

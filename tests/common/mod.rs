@@ -1,4 +1,0 @@
-//! Code shared by several integration tests (`mod common;` in the test file).
-
-pub mod socp;
-pub mod structured;
