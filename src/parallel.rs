@@ -4,7 +4,7 @@
 //! current thread pool; without it, or when the loop is too small to be worth a task, they run
 //! in order on the calling thread. Chunk boundaries depend only on the problem size, never on
 //! the number of threads, and every chunk does the same arithmetic in the same order either
-//! way, so the results are bit-for-bit identical (tested in `tests/parallel.rs`). To limit the
+//! way, so the results are bit-for-bit identical (tested in `tests/integration/parallel.rs`). To limit the
 //! threads, run the calls inside `rayon::ThreadPool::install`; to keep them on the calling
 //! thread, inside [`sequential`].
 

@@ -5,7 +5,7 @@
 //! columns, eigendecompositions, sketch dictionaries and random generators — and
 //! [`Snapshot::from_json`] / [`Snapshot::from_bytes`] restore it. A restored value continues
 //! **bit-identically**: its next selections, bounds and random draws are those the original
-//! would have made (`tests/snapshot.rs` checks 200 rounds of every agent and bound). Kernels,
+//! would have made (`tests/integration/snapshot.rs` checks 200 rounds of every agent and bound). Kernels,
 //! fitted kernels and hyperparameter fits ([`crate::hyper::Fit`]) save and restore the same way.
 //!
 //! # Format

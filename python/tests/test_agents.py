@@ -31,7 +31,7 @@ def play(agent, problem, horizon):
 
 
 def test_a_python_loop_makes_the_rust_quickstarts_choices():
-    """`tests/python_quickstart_fixture.rs` computes these choices with the Rust library and
+    """`tests/integration/python_quickstart_fixture.rs` computes these choices with the Rust library and
     keeps the fixture current; here a loop in Python replays them through the package."""
     fixture = json.loads((DATA / "quickstart_choices.json").read_text())
     horizon, seed = fixture["horizon"], fixture["seed"]

@@ -459,7 +459,7 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// a different order (the pruned path solves in row blocks and forms the mean from its own
     /// solves), so their values can differ in the last few bits; where two points' UCBs are
     /// that close (a near-tie within about 10⁻¹¹ relative; up to 3.6·10⁻¹² seen on mirrored arms
-    /// in `tests/structured_exact.rs`), the two methods may pick different
+    /// in `tests/integration/structured_exact.rs`), the two methods may pick different
     /// ones among them. Points whose kernel values are bitwise equal (duplicates) get bitwise
     /// equal UCBs from either method, so their tie goes to the lowest index in both.
     ///

@@ -11,7 +11,7 @@
 //! - **No escalating jitter.** Beyond that tolerance the update is refused with
 //!   [`crate::Error::NotPositiveDefinite`] and the posterior is left unchanged. Either the kernel
 //!   is not positive semidefinite, or κ(K_t + aI) ≈ t·k/a exceeds 1/ε (e.g. a = 10⁻¹³ with
-//!   thousands of points within 10⁻⁷, `tests/numerical_health.rs`). GPyTorch's
+//!   thousands of points within 10⁻⁷, `tests/integration/numerical_health.rs`). GPyTorch's
 //!   `psd_safe_cholesky` would retry with escalating jitter; here a is the bound's regulariser,
 //!   which sets its confidence width, so raising it behind the caller's back would change the
 //!   guarantee. The remedy is a larger a (a smaller scale c, or a larger σ).

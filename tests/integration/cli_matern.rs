@@ -38,7 +38,7 @@ fn matern72(x: &[f64; 2], y: &[f64; 2], lengthscale: f64) -> f64 {
     (1.0 + z + 0.4 * z * z + z * z * z / 15.0) * (-z).exp()
 }
 
-/// AMM-UCB (a = a0 = σ²/c): μ ± √((σ² ld + σ²B²/c·… ) / a) ρ, as in tests/cli_bounds.rs.
+/// AMM-UCB (a = a0 = σ²/c): μ ± √((σ² ld + σ²B²/c·… ) / a) ρ, as in tests/integration/cli_bounds.rs.
 fn amm_by_hand(
     data: &[([f64; 2], f64)],
     queries: &[[f64; 2]],

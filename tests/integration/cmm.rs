@@ -294,7 +294,7 @@ proptest! {
 
 /// Timing for comparison (not a check): one clarabel SOCP (the paper's approach, one per arm)
 /// against one CMM-UCB evaluation of 100 arms, at several t. Run with
-/// `cargo test --release --test cmm -- --ignored --nocapture`.
+/// `cargo test --release --test integration -- cmm:: --ignored --nocapture`.
 #[test]
 #[ignore]
 fn socp_timing() {

@@ -33,10 +33,10 @@
 //! repetition inside `kernel_bandits::parallel::sequential`).
 //! - `bounds_cover_f_along_the_agent_trajectory` (CI): T = 100, R = 50 for each of the seven
 //!   bounds, R = 20 for the control: 27 s in the debug profile on 2 (shared) cores
-//!   (`cargo test --all-features --test coverage`).
+//!   (`cargo test --all-features --test integration -- coverage::`).
 //! - `bounds_cover_f_along_the_agent_trajectory_long` (`#[ignore]`): T = 200, R = 100
 //!   (CMM-UCB: T = 150, R = 50; control R = 50): 78 s in release on 2 (shared) cores
-//!   (`cargo test --release --all-features --test coverage -- --ignored --nocapture`).
+//!   (`cargo test --release --all-features --test integration -- coverage:: --ignored --nocapture`).
 //!
 //! Run with `-- --nocapture` to see the table: bound | T | repetitions | violations | observed
 //! rate | upper (and lower) 99% CP limit | max |f−mid|/half-width | grid | time.
@@ -596,7 +596,7 @@ fn bounds_cover_f_along_the_agent_trajectory() -> Result<()> {
 
 /// The long version: T = 200, R = 100 (CMM-UCB: R = 50, T = 150).
 #[test]
-#[ignore = "slow: run with cargo test --release --all-features --test coverage -- --ignored"]
+#[ignore = "slow: run with cargo test --release --all-features --test integration -- coverage:: --ignored"]
 fn bounds_cover_f_along_the_agent_trajectory_long() -> Result<()> {
     let setting = Setting {
         horizon: 200,

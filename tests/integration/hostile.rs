@@ -17,7 +17,7 @@
 //! `RandomAgent<ChaCha8Rng>` is not `Clone`; it is checked by its twin only (same seed, same
 //! accepted calls: the same choices).
 //!
-//! The number of generated cases is printed (`cargo test --test hostile -- --nocapture`).
+//! The number of generated cases is printed (`cargo test --test integration -- hostile:: --nocapture`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -1086,7 +1086,7 @@ fn same_arm_repeatedly_dmm() {
 }
 
 /// Slow in the debug profile (an eigendecomposition update per observation, over 60 s):
-/// run in release with `cargo test --release --test hostile -- --ignored`. With 100 copies of
+/// run in release with `cargo test --release --test integration -- hostile:: --ignored`. With 100 copies of
 /// the arm rather than 1000: every CMM selection projects each arm on the t eigenvectors
 /// (O(t²) per arm), which took 470 s of the 2500 rounds with 1000 copies (37 s of the first
 /// 1000 rounds against 5 s with 100); the duplicates and the rank-one K are the same.

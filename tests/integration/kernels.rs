@@ -418,7 +418,7 @@ fn invalid_parameters_are_rejected() {
             invalid_parameter(Matern::new(nu, l), "lengthscale");
         }
     }
-    // Any ν in (0, 100] is a Matérn kernel (tests/matern_general.rs); these are not.
+    // Any ν in (0, 100] is a Matérn kernel (tests/integration/matern_general.rs); these are not.
     for nu in [
         0.0,
         -0.0,

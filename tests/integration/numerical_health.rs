@@ -103,7 +103,7 @@ fn two_thousand_near_duplicates_stay_healthy() {
 
 /// The case: t = 10 000 near-duplicate points with DMM's smallest grid regulariser
 /// a0/10 = 10⁻³ and a0: 10 000 O(t²) appends on two factors, several minutes even in release,
-/// beyond CI's budget (run with `cargo test --release --all-features --test numerical_health
+/// beyond CI's budget (run with `cargo test --release --all-features --test integration -- numerical_health::
 /// -- --ignored`).
 #[test]
 #[ignore]

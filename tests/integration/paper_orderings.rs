@@ -456,7 +456,7 @@ fn close(got: f64, want: f64) -> bool {
 
 /// A bound μ ± w ρ against its hand value. ρ² = k(x,x) − (…) is a difference of numbers of
 /// size k(x,x), so both the crate and the hand formula know it only to HAND_TOL · k(x,x) in
-/// absolute terms (as in tests/posterior_consistency.rs); propagated through ρ = √ρ² and the
+/// absolute terms (as in tests/integration/posterior_consistency.rs); propagated through ρ = √ρ² and the
 /// width w this allows w · HAND_TOL · k(x,x)/ρ (twice the first-order error, k/(2ρ)), which
 /// matters only where ρ² ≪ k(x,x), e.g. at the observed point with a small regulariser.
 /// `spread_scale` is w · k(x,x)/ρ (for DMM the largest over its grid).

@@ -4,7 +4,7 @@
 //! those choices with the library and checks them against `python/tests/data/
 //! quickstart_choices.json`, which `python/tests/test_agents.py` replays through the Python
 //! package with a loop written in Python. A change of the library's choices fails here first;
-//! `KB_BLESS_FIXTURES=1 cargo test --test python_quickstart_fixture` then rewrites the file.
+//! `KB_BLESS_FIXTURES=1 cargo test --test integration -- python_quickstart_fixture::` then rewrites the file.
 
 use std::fmt::Write as _;
 

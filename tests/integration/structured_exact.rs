@@ -50,9 +50,9 @@
 //! width there is computed bit for bit as AMM's.
 //!
 //! # Running
-//! `cargo test --all-features --test structured_exact -- --nocapture` prints the comparison
+//! `cargo test --all-features --test integration -- structured_exact:: --nocapture` prints the comparison
 //! counts and the worst differences per component; the sweep over every kernel is
-//! `cargo test --release --all-features --test structured_exact -- --ignored --nocapture`;
+//! `cargo test --release --all-features --test integration -- structured_exact:: --ignored --nocapture`;
 //! `STRUCTURED_CASE=<part of a case name>` restricts either to the matching cases.
 
 use std::collections::BTreeMap;

@@ -13,7 +13,7 @@
 //!   fitted kernel and σ starts *empty* (the warm-up data are not reused inside it) and adapts B
 //!   from B₀.
 //!
-//! Coverage is measured as `tests/coverage.rs` measures it: after every observation the bound is
+//! Coverage is measured as `tests/integration/coverage.rs` measures it: after every observation the bound is
 //! evaluated on the next round's arms (100 fresh points) and compared with the true f there; a
 //! repetition violates if f < LCB or f > UCB at any round and any of those points. For the
 //! adaptive scenarios the count is split: violations at any round, and violations after the
@@ -280,7 +280,7 @@ fn play(
         let round = problem.round(t);
         let bounds = bound.evaluate(&round.arms())?;
         // Round `first` has an empty bound: its prior width covers |f| ≤ B√k(x,x) by
-        // construction, as tests/coverage.rs notes, and it is checked all the same.
+        // construction, as tests/integration/coverage.rs notes, and it is checked all the same.
         let violated = round
             .values
             .iter()
