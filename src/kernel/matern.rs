@@ -135,7 +135,7 @@ pub struct Matern {
 /// ν a normal double in (0, [`MAX_NU`]]: a subnormal ν (below 2.2·10⁻³⁰⁸) is refused, as Γ(ν) ≈
 /// 1/ν overflows below about 5.6·10⁻³⁰⁹ and the gradient's 0 · ∞ is then NaN.
 fn check_nu(nu: f64) -> Result<f64> {
-    if nu >= f64::MIN_POSITIVE && nu <= MAX_NU {
+    if (f64::MIN_POSITIVE..=MAX_NU).contains(&nu) {
         Ok(nu)
     } else {
         Err(Error::InvalidParameter {
