@@ -126,8 +126,8 @@ pub struct NormDoubling {
 /// nothing forces a too-small level to be refuted: the wrapper may stay below k* for ever. As
 /// the data never confirm a B, they never tell when k* has been reached either. Do not base a
 /// safety decision on an [`AdaptiveNorm`]'s bounds unless its current B_k is known, by an
-/// argument outside the data, to be at least ‖f‖_H; it is a device for regret (a B within a
-/// factor 2 of ‖f‖_H once the data have spoken), not a certificate.
+/// argument outside the data, to be at least ‖f‖_H; it is a device for regret (B stays below
+/// 2‖f‖_H, so the bounds are never much wider than with the true norm), not a certificate.
 ///
 /// **Why earlier times never need re-checking.** Going from level k to k + 1 raises B and
 /// leaves R_t² as it was, so R̃_a² = R_t² + aB² − a q_a grows for every a and every t: a set
