@@ -1,11 +1,12 @@
 //! `AdaptiveNorm`: a norm bound learnt by refutation (Flynn & Reeb 2024 Lemma 4.2 with
 //! B_k = 2^{k−1}B₀ and the one δ at every level: the event of their Eq. 8 does not involve B).
 //!
-//! The references are independent of the wrapper: a fresh DMM-UCB / CMM-UCB built with the final
-//! B and the same δ on the same data; a plain sequence of `observe` calls; and a dense check written
-//! here with nalgebra (Cholesky of K_t + a0·I for R_t², eigendecomposition of K_t for
-//! a q_a = Σ b_i² a/(λ_i + a), R̃_a² minimised over a fine log grid of a refined by golden
-//! section — R̃_a² is convex in a) of whether the confidence set was empty at each level.
+//! The references are independent of the wrapper: a fresh DMM-UCB / CMM-UCB built with the
+//! final B and the same δ on the same data (and, along a whole sequence, one plain bound per
+//! level); a plain sequence of `observe` calls; and a dense check written here with nalgebra
+//! (Cholesky of K_t + a0·I for R_t², eigendecomposition of K_t for a q_a = Σ b_i² a/(λ_i + a),
+//! R̃_a² minimised over a fine log grid of a refined by golden section — R̃_a² is convex in a) of
+//! whether the confidence set was empty at each level.
 
 use kernel_bandits::bound::{
     AdjustableNorm, AnyBound, BoundConfig, BoundKind, DEFAULT_MAX_LEVEL, Diagnostics, NormDoubling,
