@@ -894,20 +894,24 @@ pub(crate) fn adaptive(bound: PlainBound, max_level: u32) -> kernel_bandits::Res
     )?))
 }
 
-/// A DMM-UCB or CMM-UCB whose norm bound B is learnt by refutation (Flynn & Reeb 2024 §4 with
-/// a union bound over levels): built from a copy of `bound`, whose B is the first guess B₀ and
-/// whose δ is the total failure probability, it runs level k = 1, 2, … with B_k = 2^{k−1}B₀ and
-/// δ_k = 6δ/(π²k²) (Σ δ_k = δ), and moves to the next level whenever, after an observation, the
-/// confidence set is empty (some R̃_a² < 0: no f with ‖f‖_H ≤ B_k explains the data within the
-/// noise radius). Every move is logged in `doublings`.
+/// A DMM-UCB or CMM-UCB whose norm bound B is learnt by refutation (Flynn & Reeb 2024 §4):
+/// built from a copy of `bound`, whose B is the first guess B₀ and whose δ serves every level,
+/// it runs level k = 1, 2, … with B_k = 2^{k−1}B₀, and moves to the next level whenever, after
+/// an observation, the confidence set is empty (some R̃_a² < 0: no f with ‖f‖_H ≤ B_k explains
+/// the data within the noise radius). Every move is logged in `doublings`.
 ///
-/// If B₀ is below ‖f‖_H, the final B is below 2‖f‖_H on the event of probability 1 − δ; before
-/// that level is reached the bounds are those of a too-small B. The data can refute a B that is
-/// too small, never confirm one. It also trusts σ: if σ is too small, doubling B hides it (up to
-/// `max_level` levels, after which `exhausted` records the observation count).
+/// Guarantee: the event of Flynn & Reeb 2024 Eq. 8 (probability ≥ 1 − δ, Thm 4.1) concerns the
+/// noise only; B enters Lemma 4.2 only through the constraint ‖f‖_H ≤ B. So on that one event no
+/// level with B_k ≥ ‖f‖_H is ever refuted (if B₀ is below ‖f‖_H the final B is below 2‖f‖_H),
+/// and at every round whose B_k ≥ ‖f‖_H the bounds contain f. Before that level is reached the
+/// bounds are those of a too-small B and may be wrong; as the data can refute a B but never
+/// confirm one, they never say when it has been reached: do not use the bounds for safety
+/// decisions unless B_k ≥ ‖f‖_H is known otherwise. It also trusts σ: if σ is too small,
+/// doubling B hides it (up to `max_level` levels, after which `exhausted` records the
+/// observation count).
 ///
-/// At every moment the bound equals a fresh `Dmm`/`Cmm` built with `norm_bound` and `delta` (the
-/// current level's) on the same data. It is a `Bound` like the others: it works in `UcbAgent`,
+/// At every moment the bound equals a fresh `Dmm`/`Cmm` built with `norm_bound` (the current
+/// level's) and `delta` on the same data. It is a `Bound` like the others: it works in `UcbAgent`,
 /// copies and pickles. AMM-UCB and the other bounds raise `UnsupportedError` (their data never
 /// refute B).
 #[pyclass(extends = PyBound, module = "kernel_bandits")]
@@ -946,7 +950,7 @@ impl AdaptiveNorm {
         Self::get(&slf).norm_bound()
     }
 
-    /// δ_k = 6δ/(π²k²), the failure probability of the current level.
+    /// δ, the failure probability: the same at every level (one event for all of them).
     #[getter]
     fn delta(slf: PyRef<'_, Self>) -> f64 {
         Self::get(&slf).delta()
@@ -970,12 +974,6 @@ impl AdaptiveNorm {
         Self::get(&slf).initial_norm()
     }
 
-    /// δ, the failure probability over all levels together.
-    #[getter]
-    fn total_delta(slf: PyRef<'_, Self>) -> f64 {
-        Self::get(&slf).total_delta()
-    }
-
     /// The number of observations at which the set was first found empty at the cap, or `None`.
     #[getter]
     fn exhausted(slf: PyRef<'_, Self>) -> Option<usize> {
@@ -994,9 +992,9 @@ impl AdaptiveNorm {
 }
 
 /// One move of an `AdaptiveNorm` bound to the next level, after the data refuted the previous
-/// one: at `observations` observations, level `level` (≥ 2) with `new_norm` = 2·`old_norm` and
-/// `delta` = 6δ/(π²·level²) (`old_delta` that of the level before); `refuted_by` is the evidence
-/// (a, R̃_a²) with R̃_a² < 0 at the old B and δ.
+/// one: at `observations` observations, level `level` (≥ 2) with `new_norm` = 2·`old_norm`;
+/// `refuted_by` is the evidence (a, R̃_a²) with R̃_a² < 0 at the old B (δ is the same at every
+/// level).
 #[pyclass(frozen, module = "kernel_bandits")]
 #[derive(Debug, Clone, Copy)]
 pub struct NormDoubling(RsDoubling);
@@ -1023,16 +1021,6 @@ impl NormDoubling {
     fn new_norm(&self) -> f64 {
         self.0.new_norm
     }
-    /// δ_{k−1}.
-    #[getter]
-    fn old_delta(&self) -> f64 {
-        self.0.old_delta
-    }
-    /// δ_k.
-    #[getter]
-    fn delta(&self) -> f64 {
-        self.0.delta
-    }
     /// (a, R̃_a²): the regulariser and the negative radius that refuted the old level.
     #[getter]
     fn refuted_by(&self) -> (f64, f64) {
@@ -1040,15 +1028,9 @@ impl NormDoubling {
     }
     fn __repr__(&self) -> String {
         format!(
-            "NormDoubling(observations={}, level={}, old_norm={:?}, new_norm={:?}, old_delta={:?}, \
-             delta={:?}, refuted_by={:?})",
-            self.0.observations,
-            self.0.level,
-            self.0.old_norm,
-            self.0.new_norm,
-            self.0.old_delta,
-            self.0.delta,
-            self.0.refuted_by
+            "NormDoubling(observations={}, level={}, old_norm={:?}, new_norm={:?}, \
+             refuted_by={:?})",
+            self.0.observations, self.0.level, self.0.old_norm, self.0.new_norm, self.0.refuted_by
         )
     }
 }

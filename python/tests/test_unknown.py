@@ -2,7 +2,6 @@
 norm bound and the noise estimates, against independent numpy/scipy references written here."""
 
 import copy
-import math
 import pickle
 
 import numpy as np
@@ -48,10 +47,6 @@ def gp_sample(rng, x, family, nu, lengthscale, noise_sd):
     k = gram(x, x, family, nu, lengthscale, 1.0) + 1e-10 * np.eye(len(x))
     f = np.linalg.cholesky(k) @ rng.standard_normal(len(x))
     return f, f + noise_sd * rng.standard_normal(len(x))
-
-
-def level_delta(total, k):
-    return 6.0 * total / (math.pi**2 * k**2)
 
 
 @pytest.fixture
@@ -276,14 +271,15 @@ def test_adaptive_norm_equals_a_fresh_bound_at_its_final_level(cls, rng):
     kernel = kb.Matern(2.5, 0.3)
     x, y = refuting_data(rng)
     bound = kb.AdaptiveNorm(cls(kernel, sigma=0.1, norm_bound=0.05, delta=0.01))
-    assert (bound.level, bound.norm_bound, bound.initial_norm, bound.total_delta) == (1, 0.05, 0.05, 0.01)
-    assert bound.delta == pytest.approx(level_delta(0.01, 1), rel=1e-15)
+    # One δ serves every level (Flynn & Reeb 2024 Eq. 8 does not involve B): no share per level.
+    assert (bound.level, bound.norm_bound, bound.initial_norm, bound.delta) == (1, 0.05, 0.05, 0.01)
+    assert not hasattr(bound, "total_delta")
     for xi, yi in zip(x, y):
         bound.observe(xi, float(yi))
     assert bound.level > 1 and bound.exhausted is None
     assert bound.norm_bound == 0.05 * 2 ** (bound.level - 1)
-    assert bound.delta == pytest.approx(level_delta(0.01, bound.level), rel=1e-15)
-    fresh = cls(kernel, sigma=0.1, norm_bound=bound.norm_bound, delta=bound.delta)
+    assert bound.delta == 0.01
+    fresh = cls(kernel, sigma=0.1, norm_bound=0.05 * 2 ** (bound.level - 1), delta=0.01)
     for xi, yi in zip(x, y):  # as the wrapper, one at a time (a batch factorises in blocks)
         fresh.observe(xi, float(yi))
     probe = rng.random((30, 2))
@@ -295,13 +291,12 @@ def test_adaptive_norm_equals_a_fresh_bound_at_its_final_level(cls, rng):
             # the fresh bound: equal up to rounding.
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     assert not bound.diagnostics().empty_set
-    # The log: consecutive levels, each doubling B and moving δ to the next level's share.
+    # The log: consecutive levels, each doubling B (δ stays as it was).
     steps = bound.doublings
     assert [s.level for s in steps] == list(range(2, bound.level + 1))
     for s in steps:
         assert s.new_norm == 2 * s.old_norm == 0.05 * 2 ** (s.level - 1)
-        assert s.delta == pytest.approx(level_delta(0.01, s.level), rel=1e-15)
-        assert s.old_delta == pytest.approx(level_delta(0.01, s.level - 1), rel=1e-15)
+        assert not hasattr(s, "delta") and not hasattr(s, "old_delta")
         assert 1 <= s.observations <= len(x) and s.refuted_by[1] < 0
     assert [s.observations for s in steps] == sorted(s.observations for s in steps)
     assert "NormDoubling(observations=" in repr(steps[0])

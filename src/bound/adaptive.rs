@@ -4,8 +4,6 @@
 //!
 //! See [`AdaptiveNorm`] for the scheme and its validity argument.
 
-use std::f64::consts::PI;
-
 use super::{ArmSetInfo, BoundGradient, Bounds, ConfidenceBound, Diagnostics, PendingVariance};
 use crate::error::{Error, Result};
 use crate::points::Points;
@@ -65,8 +63,7 @@ macro_rules! forward_adjustable {
 }
 forward_adjustable!(Box<B>, &mut B);
 
-/// The default cap on the level of [`AdaptiveNorm`]: B may grow to 2³⁹B₀ ≈ 5.5·10¹¹B₀, with
-/// δ_40 = 6δ/(π²·1600) ≈ 3.8·10⁻⁴δ.
+/// The default cap on the level of [`AdaptiveNorm`]: B may grow to 2³⁹B₀ ≈ 5.5·10¹¹B₀.
 pub const DEFAULT_MAX_LEVEL: u32 = 40;
 
 /// One move of [`AdaptiveNorm`] to the next level, after the data refuted the previous one.
@@ -81,46 +78,59 @@ pub struct NormDoubling {
     pub old_norm: f64,
     /// B_k = 2B_{k−1}.
     pub new_norm: f64,
-    /// δ_{k−1} = 6δ/(π²(k−1)²).
-    pub old_delta: f64,
-    /// δ_k = 6δ/(π²k²).
-    pub delta: f64,
-    /// The evidence: (a, R̃_a²) with R̃_a² < 0 at the old B and δ, as the inner bound's
-    /// [`Diagnostics::smallest_radius`] reported it.
+    /// The evidence: (a, R̃_a²) with R̃_a² < 0 at the old B (δ is the same at every level), as
+    /// the inner bound's [`Diagnostics::smallest_radius`] reported it.
     pub refuted_by: (f64, f64),
 }
 
-/// A DMM-UCB or CMM-UCB whose norm bound B is doubled whenever the data refute it, with the
-/// confidence level split over the levels (Flynn & Reeb 2024 Lemma 4.2 with a union bound):
-/// level k uses B_k = 2^{k−1}B₀ and δ_k = 6δ/(π²k²), where B₀ and δ are the inner bound's when
-/// the wrapper is built.
+/// A DMM-UCB or CMM-UCB whose norm bound B is doubled whenever the data refute it: level k uses
+/// B_k = 2^{k−1}B₀ and the same δ as every other level, where B₀ and δ are the inner bound's
+/// when the wrapper is built (Flynn & Reeb 2024 Lemma 4.2; why one δ serves every level is
+/// under *Validity*).
 ///
 /// # What the data can say about B
 ///
 /// The confidence set of Flynn & Reeb 2024 Lemma 4.2 is F_t = {f : ‖f_t − y_t‖ ≤ R_t,
 /// ‖f‖_H ≤ B}, R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ) (Eq. 8). It is empty exactly when
 /// R̃_a² = R_t² + aB² − a q_a < 0 for some a > 0 (Cor. 4.3; see [`super::Diagnostics`]). An
-/// empty F_t *refutes* (σ, B, δ): on the event of probability ≥ 1 − δ where Lemma 4.2 holds and
-/// ‖f‖_H ≤ B, f itself lies in F_t. The data can refute a B that is too small; they can never
+/// empty F_t *refutes* (σ, B, δ): on the event of probability ≥ 1 − δ where Eq. 8 holds, the
+/// true f lies in F_t if ‖f‖_H ≤ B. The data can refute a B that is too small; they can never
 /// confirm one — a nonempty F_t is also what a too-small B usually gives.
 ///
 /// # The doubling scheme
 ///
-/// [`AdaptiveNorm`] runs level k = 1, 2, … with B_k = 2^{k−1}B₀ and δ_k = 6δ/(π²k²), so that
-/// Σ_k δ_k = δ. After every absorbed observation, while the inner bound's diagnostics report
-/// R̃_a² < 0, it moves to the next level and logs a [`NormDoubling`].
+/// [`AdaptiveNorm`] runs level k = 1, 2, … with B_k = 2^{k−1}B₀, all with the one δ. After every
+/// absorbed observation, while the inner bound's diagnostics report R̃_a² < 0, it moves to the
+/// next level and logs a [`NormDoubling`]. At level k the wrapper is exactly a plain DMM-UCB /
+/// CMM-UCB built with B_k and δ on the same data.
 ///
-/// **Validity.** Lemma 4.2 at level k holds for all t at once with probability ≥ 1 − δ_k when
-/// ‖f‖_H ≤ B_k. By the union bound over the levels with B_k ≥ ‖f‖_H, with probability
-/// ≥ 1 − Σ δ_k ≥ 1 − δ, f lies in F_t^{(k)} for *every* such level and *every* t, whatever
-/// data-dependent order the levels are visited in. On that event no such level is ever
-/// refuted, so the level never passes k* = the first level with B_{k*} ≥ ‖f‖_H; once k* is
-/// reached there is no further doubling and every bound from then on is valid. If B₀ < ‖f‖_H
-/// the final B is therefore < 2‖f‖_H. Before k* is reached, the bounds are those of a B that is
-/// too small and may be wrong; nothing in the data forces a too-small level to be refuted.
+/// **Validity.** Let E_δ be the event that ‖f_t − y_t‖² ≤ R_t² for every t ≥ 1 at once, where
+/// f_t = (f(x_1), …, f(x_t)) are the true function's values: Eq. 8 of Flynn & Reeb 2024, which
+/// Ville's inequality for the martingale mixture with P_t = N(0, cK_t) gives with probability
+/// ≥ 1 − δ (their Thm 4.1, Eq. 6–8). E_δ is a statement about σ, c, δ, the inputs and the
+/// noise; B is not in it — Lemma 4.2 adds B only through the deterministic constraint
+/// ‖f‖_H ≤ B. The levels change B alone (σ, c and a0 = σ²/c stay bit for bit,
+/// [`super::CheckedParams::with_norm_bound`]), so they all share the one event E_δ, and on E_δ
+/// the true f lies in F_t(B) for every t and every B ≥ ‖f‖_H at once, and so in the ellipsoid
+/// F̃_t(a) ⊇ F_t(B) of every a > 0 (Cor. 4.3) that DMM-UCB's grid and CMM-UCB's minimum over a
+/// (Thm 4.5) use. No union bound over the levels is needed; splitting δ over them would only
+/// widen every bound. Hence, with probability ≥ 1 − δ, on the one event E_δ:
+/// - no level with B_k ≥ ‖f‖_H is ever refuted, whatever data-dependent order the levels are
+///   visited in; so the level never passes k* = min{k : B_k ≥ ‖f‖_H}, and if B₀ < ‖f‖_H the
+///   final B is below 2‖f‖_H;
+/// - at every round whose level has B_k ≥ ‖f‖_H — every round if B₀ ≥ ‖f‖_H, otherwise every
+///   round from the first one at level k* on, if k* is ever reached — the bounds contain f
+///   everywhere: LCB_t(x) ≤ f(x) ≤ UCB_t(x) for every x, all such rounds at once.
+///
+/// Before level k* is reached the bounds are those of a B below ‖f‖_H and may be wrong, and
+/// nothing forces a too-small level to be refuted: the wrapper may stay below k* for ever. As
+/// the data never confirm a B, they never tell when k* has been reached either. Do not base a
+/// safety decision on an [`AdaptiveNorm`]'s bounds unless its current B_k is known, by an
+/// argument outside the data, to be at least ‖f‖_H; it is a device for regret (B stays below
+/// 2‖f‖_H, so the bounds are never much wider than with the true norm), not a certificate.
 ///
 /// **Why earlier times never need re-checking.** Going from level k to k + 1 raises B and
-/// ln(1/δ), so R_t² and with it R̃_a² = R_t² + aB² − a q_a grow for every a and every t: a set
+/// leaves R_t² as it was, so R̃_a² = R_t² + aB² − a q_a grows for every a and every t: a set
 /// nonempty at level k at some time is nonempty at level k + 1 at that time. A check after the
 /// latest observation is therefore all a doubling needs, and a batch
 /// ([`ConfidenceBound::observe_many`]) is checked after every prefix: a set that was empty at
@@ -136,9 +146,10 @@ pub struct NormDoubling {
 /// cap the set is left empty, the diagnostics still say so, and [`AdaptiveNorm::exhausted`]
 /// records when.
 ///
-/// **The price.** δ_1 = 6δ/π² ≈ 0.61δ even when B₀ is right, so the radius grows by
-/// 2σ² ln(π²/6) ≈ 1.0σ² at level 1. And the scheme trusts σ: if σ is too small, the set may
-/// be emptied by σ's fault, and doubling B hides it (up to the cap) instead of reporting it.
+/// **The price.** Nothing in δ: a level's bound is that of the plain bound with its B_k and δ.
+/// The cost is in B: B_k may be up to twice ‖f‖_H (wider bounds), and below k* the bounds are
+/// not valid (above). And the scheme trusts σ: if σ is too small, the set may be emptied by
+/// σ's fault, and doubling B hides it (up to the cap) instead of reporting it.
 ///
 /// **Which refutations are seen.** CMM-UCB's diagnostics minimise R̃_a² over all a > 0, so
 /// every refutation is seen; DMM-UCB's look at its grid of a only and may miss one (then the
@@ -154,7 +165,7 @@ pub struct NormDoubling {
 /// is a numerical failure, not a refutation: it changes nothing and stays visible in
 /// [`ConfidenceBound::diagnostics`]. Levels never go back: a refutation is a fact about data
 /// seen, so [`ConfidenceBound::truncate`] keeps the level (the truncated wrapper equals a fresh
-/// bound at the current B_k and δ_k on the remaining data). Every other method forwards to the
+/// bound at the current B_k and δ on the remaining data). Every other method forwards to the
 /// inner bound, at the current level. The check costs one [`ConfidenceBound::diagnostics`] per
 /// observation: O(|grid|) for DMM-UCB; for CMM-UCB the eigendecomposition of K_t, which its next
 /// query would compute anyway.
@@ -180,20 +191,14 @@ pub struct AdaptiveNorm<B> {
     inner: B,
     /// B₀.
     initial_norm: f64,
-    /// δ, the total over all levels.
-    total_delta: f64,
+    /// δ, the same at every level.
+    delta: f64,
     /// k ≥ 1.
     level: u32,
     max_level: u32,
     doublings: Vec<NormDoubling>,
     /// Observations absorbed when the set was first found empty at the cap.
     exhausted: Option<usize>,
-}
-
-/// δ_k = 6δ/(π²k²).
-fn level_delta(total_delta: f64, level: u32) -> f64 {
-    let k = f64::from(level);
-    6.0 * total_delta / (PI * PI * k * k)
 }
 
 /// B_k = 2^{k−1}B₀ (exact: a power of two times B₀).
@@ -214,24 +219,23 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
     /// use kernel_bandits::prelude::*;
     /// let params = BoundParams::new().norm_bound(2.0).delta(0.1);
     /// let bound = AdaptiveNorm::new(Dmm::new(Rbf::new(0.5)?, params)?)?;
-    /// assert_eq!((bound.norm_bound(), bound.level()), (2.0, 1));
-    /// let expected = 6.0 * 0.1 / std::f64::consts::PI.powi(2);
-    /// assert!((bound.delta() - expected).abs() < 1e-16);
+    /// assert_eq!((bound.norm_bound(), bound.level(), bound.delta()), (2.0, 1, 0.1));
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn new(inner: B) -> Result<Self> {
         Self::with_max_level(inner, DEFAULT_MAX_LEVEL)
     }
 
-    /// Wraps `inner`, whose B is B₀ and whose δ is the total failure probability, and sets it
-    /// to level 1 (B₀, δ_1 = 6δ/π²). At most `max_level` levels are used, B up to
-    /// 2^{max_level−1}B₀. If `inner` already holds observations they are checked at once, as
-    /// data observed through the wrapper would be (a refutation is then logged at their count).
+    /// Wraps `inner`, whose B is B₀ and whose δ is the failure probability of every level (see
+    /// *Validity* on [`AdaptiveNorm`]); level 1 is `inner` as it is. At most `max_level` levels
+    /// are used, B up to 2^{max_level−1}B₀. If `inner` already holds observations they are
+    /// checked at once, as data observed through the wrapper would be (a refutation is then
+    /// logged at their count).
     ///
     /// # Errors
     /// [`Error::Unsupported`] for an [`super::AnyBound`] of a kind other than DMM or CMM;
-    /// [`Error::InvalidParameter`] if `max_level` is 0, or if B at the cap is not finite or δ at
-    /// the cap underflows to 0. `inner` is dropped on error.
+    /// [`Error::InvalidParameter`] if `max_level` is 0 or if B at the cap is not finite.
+    /// `inner` is dropped on error.
     ///
     /// # Examples
     /// ```
@@ -246,9 +250,9 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
     /// # Ok::<(), kernel_bandits::Error>(())
     /// ```
     pub fn with_max_level(mut inner: B, max_level: u32) -> Result<Self> {
-        let (initial_norm, total_delta) = (inner.norm_bound(), inner.delta());
+        let (initial_norm, delta) = (inner.norm_bound(), inner.delta());
         // Probing the kind first: Unsupported is the error for a bound without B.
-        inner.set_norm_bound(initial_norm, total_delta)?;
+        inner.set_norm_bound(initial_norm, delta)?;
         if max_level == 0 || max_level > i32::MAX as u32 {
             return Err(Error::InvalidParameter {
                 name: "max_level",
@@ -256,23 +260,18 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
                 expected: "at least 1 (and at most 2^31 - 1)",
             });
         }
-        // B_k grows and δ_k shrinks with k: if the cap's pair is valid, every level's is.
-        let top = (
-            level_norm(initial_norm, max_level),
-            level_delta(total_delta, max_level),
-        );
-        if !(top.0.is_finite() && top.1 > 0.0) {
+        // B_k grows with k: if the cap's B is finite, every level's is.
+        if !level_norm(initial_norm, max_level).is_finite() {
             return Err(Error::InvalidParameter {
                 name: "max_level",
                 value: f64::from(max_level),
-                expected: "a cap at which B = 2^(max_level-1)·B0 is finite and delta > 0",
+                expected: "a cap at which B = 2^(max_level-1)·B0 is finite",
             });
         }
-        inner.set_norm_bound(initial_norm, level_delta(total_delta, 1))?;
         let mut wrapper = Self {
             inner,
             initial_norm,
-            total_delta,
+            delta,
             level: 1,
             max_level,
             doublings: Vec::new(),
@@ -294,12 +293,9 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
                 return;
             }
             let next = self.level + 1;
-            let (norm, delta) = (
-                level_norm(self.initial_norm, next),
-                level_delta(self.total_delta, next),
-            );
+            let norm = level_norm(self.initial_norm, next);
             // Valid by the construction's check of the cap; a failure is treated as the cap.
-            if next > self.max_level || self.inner.set_norm_bound(norm, delta).is_err() {
+            if next > self.max_level || self.inner.set_norm_bound(norm, self.delta).is_err() {
                 self.exhausted.get_or_insert(self.inner.len());
                 return;
             }
@@ -308,8 +304,6 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
                 level: next,
                 old_norm: level_norm(self.initial_norm, self.level),
                 new_norm: norm,
-                old_delta: level_delta(self.total_delta, self.level),
-                delta,
                 refuted_by: (a, radius_sq),
             });
             self.level = next;
@@ -319,10 +313,9 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
     /// Puts the inner bound back to `level` (a level it has been at: valid).
     fn restore_level(&mut self, level: u32) {
         self.level = level;
-        let restored = self.inner.set_norm_bound(
-            level_norm(self.initial_norm, level),
-            level_delta(self.total_delta, level),
-        );
+        let restored = self
+            .inner
+            .set_norm_bound(level_norm(self.initial_norm, level), self.delta);
         debug_assert!(restored.is_ok(), "a level already used is valid");
     }
 }
@@ -333,19 +326,15 @@ impl<B> AdaptiveNorm<B> {
         level_norm(self.initial_norm, self.level)
     }
 
-    /// δ_k = 6δ/(π²k²), the failure probability of the current level.
+    /// δ, the failure probability: the same at every level, and that of the guarantee over all
+    /// levels together (one event, Flynn & Reeb 2024 Eq. 8; see *Validity* on [`AdaptiveNorm`]).
     pub fn delta(&self) -> f64 {
-        level_delta(self.total_delta, self.level)
+        self.delta
     }
 
     /// B₀, the initial guess.
     pub fn initial_norm(&self) -> f64 {
         self.initial_norm
-    }
-
-    /// δ, the failure probability over all levels together (Σ_k δ_k = δ).
-    pub fn total_delta(&self) -> f64 {
-        self.total_delta
     }
 
     /// The level k ≥ 1.
@@ -369,12 +358,12 @@ impl<B> AdaptiveNorm<B> {
         self.exhausted
     }
 
-    /// The inner bound, at B_k and δ_k.
+    /// The inner bound, at B_k and δ.
     pub fn inner(&self) -> &B {
         &self.inner
     }
 
-    /// The inner bound, at B_k and δ_k.
+    /// The inner bound, at B_k and δ.
     pub fn into_inner(self) -> B {
         self.inner
     }
@@ -454,7 +443,7 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     }
 
     /// Forgets the newer observations; the level stays (a refutation is a fact about data that
-    /// were seen), so the result is a bound at B_k and δ_k on the first `len` observations.
+    /// were seen), so the result is a bound at B_k and δ on the first `len` observations.
     fn truncate(&mut self, len: usize) {
         self.inner.truncate(len)
     }
@@ -492,7 +481,7 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
 }
 
 /// `adaptive-norm<inner>`. A restored wrapper must be at a level within its cap, with the
-/// inner bound at exactly that level's B_k and δ_k, and a log of consecutive levels.
+/// inner bound at exactly that level's B_k and the wrapper's δ, and a log of consecutive levels.
 #[cfg(feature = "serde")]
 impl<B: AdjustableNorm + crate::snapshot::Snapshot> crate::snapshot::Snapshot for AdaptiveNorm<B> {
     fn kind() -> String {
@@ -506,17 +495,19 @@ impl<B: AdjustableNorm + crate::snapshot::Snapshot> crate::snapshot::Snapshot fo
             self.initial_norm > 0.0 && self.initial_norm.is_finite(),
             || format!("initial norm bound {}", self.initial_norm),
         )?;
-        ensure(self.total_delta > 0.0 && self.total_delta <= 1.0, || {
-            format!("total delta {}", self.total_delta)
+        ensure(self.delta > 0.0 && self.delta <= 1.0, || {
+            format!("delta {}", self.delta)
         })?;
         ensure(
             (1..=self.max_level).contains(&self.level) && self.max_level <= i32::MAX as u32,
             || format!("level {} with cap {}", self.level, self.max_level),
         )?;
-        ensure(
-            self.inner.norm_bound() == self.norm_bound() && self.inner.delta() == self.delta(),
-            || "the inner bound's B and delta are not those of the level".into(),
-        )?;
+        ensure(self.inner.norm_bound() == self.norm_bound(), || {
+            "the inner bound's B is not that of the level".into()
+        })?;
+        ensure(self.inner.delta() == self.delta, || {
+            "the inner bound's delta is not the wrapper's (one delta serves every level)".into()
+        })?;
         let levels_consecutive = self
             .doublings
             .iter()

@@ -17,11 +17,12 @@
 //! builds any of them from a [`BoundConfig`] as an [`AnyBound`].
 //!
 //! **An unknown B.** [`AdaptiveNorm`] wraps a DMM-UCB or CMM-UCB (any [`AdjustableNorm`]
-//! bound) and learns B by refutation: it starts from a guess B₀ and doubles B, with
-//! δ_k = 6δ/(π²k²) at level k, whenever the data show the confidence set of Flynn & Reeb 2024
-//! Lemma 4.2 to be empty (R̃_a² < 0, [`Diagnostics`]). With probability ≥ 1 − δ it stops below
-//! 2‖f‖_H (if B₀ was too small), and its bounds are valid from the first level with
-//! B_k ≥ ‖f‖_H on; data can refute a B, never confirm one.
+//! bound) and learns B by refutation: it starts from a guess B₀ and doubles B, keeping the one δ
+//! at every level, whenever the data show the confidence set of Flynn & Reeb 2024 Lemma 4.2 to
+//! be empty (R̃_a² < 0, [`Diagnostics`]). On one event of probability ≥ 1 − δ (their Eq. 8,
+//! which does not involve B) no level with B_k ≥ ‖f‖_H is ever refuted, so it stops below
+//! 2‖f‖_H (if B₀ was too small), and its bounds contain f at every round whose B_k ≥ ‖f‖_H;
+//! before that round they may be wrong. Data can refute a B, never confirm one.
 
 mod adaptive;
 mod amm;

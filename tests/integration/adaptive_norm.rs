@@ -1,13 +1,12 @@
 //! `AdaptiveNorm`: a norm bound learnt by refutation (Flynn & Reeb 2024 Lemma 4.2 with
-//! B_k = 2^{k−1}B₀ and δ_k = 6δ/(π²k²)).
+//! B_k = 2^{k−1}B₀ and the one δ at every level: the event of their Eq. 8 does not involve B).
 //!
-//! The references are independent of the wrapper: a fresh DMM-UCB / CMM-UCB built with the final
-//! B and δ_k on the same data; a plain sequence of `observe` calls; and a dense check written
-//! here with nalgebra (Cholesky of K_t + a0·I for R_t², eigendecomposition of K_t for
-//! a q_a = Σ b_i² a/(λ_i + a), R̃_a² minimised over a fine log grid of a refined by golden
-//! section — R̃_a² is convex in a) of whether the confidence set was empty at each level.
-
-use std::f64::consts::PI;
+//! The references are independent of the wrapper: a fresh DMM-UCB / CMM-UCB built with the
+//! final B and the same δ on the same data (and, along a whole sequence, one plain bound per
+//! level); a plain sequence of `observe` calls; and a dense check written here with nalgebra
+//! (Cholesky of K_t + a0·I for R_t², eigendecomposition of K_t for a q_a = Σ b_i² a/(λ_i + a),
+//! R̃_a² minimised over a fine log grid of a refined by golden section — R̃_a² is convex in a) of
+//! whether the confidence set was empty at each level.
 
 use kernel_bandits::bound::{
     AdjustableNorm, AnyBound, BoundConfig, BoundKind, DEFAULT_MAX_LEVEL, Diagnostics, NormDoubling,
@@ -107,10 +106,6 @@ fn same_bits(a: &Bounds, b: &Bounds) -> bool {
     bits(&a.mean) == bits(&b.mean) && bits(&a.lcb) == bits(&b.lcb) && bits(&a.ucb) == bits(&b.ucb)
 }
 
-fn expected_delta(level: u32) -> f64 {
-    6.0 * DELTA / (PI * PI * f64::from(level).powi(2))
-}
-
 // ---------------------------------------------------------------------------------------------
 // The independent dense reference.
 
@@ -187,7 +182,7 @@ impl DenseRadius {
 }
 
 // ---------------------------------------------------------------------------------------------
-// (a) the wrapper equals a fresh bound at the final B and δ_k.
+// (a) the wrapper equals a fresh bound at the final B and the same δ.
 
 /// A fresh DMM at (B, δ) fed `data` one observation at a time.
 fn fresh_dmm(data: &Data, norm_bound: f64, delta: f64) -> Dmm<Matern> {
@@ -239,8 +234,7 @@ fn dmm_after_several_doublings_equals_a_fresh_bound_at_the_final_level() {
             assert_doublings_happened(wrapped.doublings(), b0);
             let level = wrapped.level();
             let (b, delta) = (wrapped.norm_bound(), wrapped.delta());
-            assert_eq!(b, b0 * 2f64.powi(level as i32 - 1));
-            assert!((delta / expected_delta(level) - 1.0).abs() < 1e-15);
+            assert_eq!((b, delta), (b0 * 2f64.powi(level as i32 - 1), DELTA));
             assert!(b < 2.0 * problem.rkhs_norm(), "B = {b} for ‖f‖ = 10");
             let fresh = fresh_dmm(&data, b, delta);
             let q = queries(&problem, &data);
@@ -284,7 +278,7 @@ fn cmm_after_several_doublings_equals_a_fresh_bound_at_the_final_level() {
             }
             assert_doublings_happened(wrapped.doublings(), b0);
             let (b, delta) = (wrapped.norm_bound(), wrapped.delta());
-            assert!((delta / expected_delta(wrapped.level()) - 1.0).abs() < 1e-15);
+            assert_eq!(delta, DELTA);
             let q = queries(&problem, &data);
             let points = q.as_points().unwrap();
             let got = wrapped.bounds(&q).unwrap();
@@ -500,10 +494,9 @@ fn check_log_against_dense<B: AdjustableNorm>(
             let k = step.level;
             assert_eq!(step.old_norm, b0 * 2f64.powi(k as i32 - 2));
             assert_eq!(step.new_norm, 2.0 * step.old_norm);
-            assert!((step.old_delta / expected_delta(k - 1) - 1.0).abs() < 1e-15);
-            assert!((step.delta / expected_delta(k) - 1.0).abs() < 1e-15);
-            // The old level's set was empty: at the reported a, and at the dense minimum.
-            let old = DenseRadius::new(prefix, step.old_norm, step.old_delta);
+            // The old level's set was empty (at the one δ): at the reported a, and at the dense
+            // minimum.
+            let old = DenseRadius::new(prefix, step.old_norm, DELTA);
             let (a, reported) = step.refuted_by;
             assert!(reported < 0.0);
             assert!(old.at(a) < 0.0, "t = {t}: R̃² at a = {a} is {}", old.at(a));
@@ -567,8 +560,7 @@ fn no_doubling_when_the_initial_norm_is_comfortably_large() {
             (d.doublings().len(), d.level(), d.norm_bound(), d.delta()),
             (c.doublings().len(), c.level(), c.norm_bound(), c.delta()),
         ] {
-            assert_eq!((doublings, level, b), (0, 1, b0));
-            assert!((delta / expected_delta(1) - 1.0).abs() < 1e-15);
+            assert_eq!((doublings, level, b, delta), (0, 1, b0, DELTA));
         }
         assert_eq!((d.exhausted(), c.exhausted()), (None, None));
     }
@@ -598,7 +590,7 @@ fn the_cap_stops_the_doubling_and_says_so() {
         assert_eq!(bound.doublings().len(), 3);
         assert!(bound.doublings().iter().all(|s| s.observations == 2));
         assert!(bound.diagnostics().empty_set());
-        assert!(DenseRadius::new(&data, 8.0, expected_delta(4)).minimum() < 0.0);
+        assert!(DenseRadius::new(&data, 8.0, DELTA).minimum() < 0.0);
         // More data neither loops nor rewrites the record.
         bound.observe(&[0.9, 0.1, 0.5], 2.0).unwrap();
         assert_eq!((bound.level(), bound.exhausted()), (4, Some(2)));
@@ -620,11 +612,7 @@ fn the_cap_stops_the_doubling_and_says_so() {
         let q = 0.5e12 / (2.0 * kxx + a0) + 0.5e12 / a0;
         assert!(bound.norm_bound() < 2.0 * q.sqrt());
         let last = DenseRadius::new(&data, bound.norm_bound(), bound.delta());
-        let previous = DenseRadius::new(
-            &data,
-            bound.norm_bound() / 2.0,
-            expected_delta(bound.level() - 1),
-        );
+        let previous = DenseRadius::new(&data, bound.norm_bound() / 2.0, DELTA);
         assert!(previous.minimum() < 0.0);
         if kind == BoundKind::Cmm {
             assert!(last.minimum() >= -last.tolerance(), "{}", last.minimum());
@@ -742,13 +730,15 @@ fn hostile_norms_and_levels_are_refused_without_change() {
     assert!(same_bits(&d.bounds(&q).unwrap(), &d_before));
     assert!(same_bits(&c.bounds(&q).unwrap(), &c_before));
 
-    // Caps: 0 levels; a cap at which B overflows or δ underflows.
+    // Caps: 0 levels; a cap at which B overflows. δ is the same at every level, so any δ the
+    // inner bound accepts serves every level, the smallest positive one included.
     assert!(AdaptiveNorm::with_max_level(dmm(1.0), 0).is_err());
     assert!(AdaptiveNorm::with_max_level(dmm(1.0), u32::MAX).is_err());
     assert!(AdaptiveNorm::new(dmm(1e300)).is_err());
     assert!(AdaptiveNorm::with_max_level(dmm(1e300), 1).is_ok());
     let tiny_delta = Dmm::new(kernel(), params(1.0).delta(5e-324)).unwrap();
-    assert!(AdaptiveNorm::new(tiny_delta).is_err());
+    let tiny = AdaptiveNorm::new(tiny_delta).unwrap();
+    assert_eq!((tiny.delta(), tiny.inner().delta()), (5e-324, 5e-324));
 }
 
 #[test]
@@ -766,6 +756,218 @@ fn a_bound_with_data_is_checked_when_wrapped() {
     assert!(!wrapped.doublings().is_empty());
     assert!(wrapped.doublings().iter().all(|s| s.observations == 2));
     assert!(!wrapped.diagnostics().empty_set());
+}
+
+// ---------------------------------------------------------------------------------------------
+// (h) One δ for every level. The event of Flynn & Reeb 2024 Eq. 8 (Thm 4.1) does not involve B,
+// so every level shares it: at level k the wrapper is a plain bound built with B_k and the same
+// δ, and on data from a function of known norm the level never passes k* = min{k : B_k ≥ ‖f‖}.
+
+/// Matérn 5/2 with ℓ = 0.5 in closed form (Rasmussen & Williams 2006 Eq. 4.17), written here
+/// independently of the crate's kernel.
+fn matern52(x: &[f64], z: &[f64]) -> f64 {
+    let r = x
+        .iter()
+        .zip(z)
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum::<f64>()
+        .sqrt();
+    let s = 5f64.sqrt() * r / 0.5;
+    (1.0 + s + s * s / 3.0) * (-s).exp()
+}
+
+/// f = Σ_i α_i k(z_i, ·), a finite kernel expansion, whose RKHS norm is known in closed form:
+/// ‖f‖²_H = αᵀK_Zα (the reproducing property).
+struct Expansion {
+    centres: Vec<[f64; 2]>,
+    weights: Vec<f64>,
+    norm: f64,
+}
+
+impl Expansion {
+    /// Five centres with weights of both signs, scaled to ‖f‖_H ≈ `norm`; `self.norm` is the
+    /// norm of the scaled weights, recomputed.
+    fn new(norm: f64) -> Self {
+        let centres = vec![
+            [0.2, 0.3],
+            [0.75, 0.25],
+            [0.5, 0.7],
+            [0.15, 0.85],
+            [0.85, 0.8],
+        ];
+        let raw = [1.0, -0.8, 0.6, -1.2, 0.9];
+        let norm_of = |w: &[f64]| {
+            let mut sq = 0.0;
+            for (i, zi) in centres.iter().enumerate() {
+                for (j, zj) in centres.iter().enumerate() {
+                    sq += w[i] * w[j] * matern52(zi, zj);
+                }
+            }
+            sq.sqrt()
+        };
+        let scale = norm / norm_of(&raw);
+        let weights: Vec<f64> = raw.iter().map(|w| w * scale).collect();
+        let norm = norm_of(&weights);
+        Self {
+            centres,
+            weights,
+            norm,
+        }
+    }
+
+    fn value(&self, x: &[f64]) -> f64 {
+        self.centres
+            .iter()
+            .zip(&self.weights)
+            .map(|(z, w)| w * matern52(x, z))
+            .sum()
+    }
+}
+
+/// A 6×6 lattice in order of increasing |f| (so that the levels are refuted a few at a time,
+/// not all by the first observation), then every centre twice (exact duplicates), then a
+/// cluster 10⁻⁶ wide at the first centre; targets f + N(0, σ²) noise.
+fn expansion_data(f: &Expansion, seed: u64) -> Data {
+    use rand::rngs::ChaCha8Rng;
+    use rand::{RngExt, SeedableRng};
+    use rand_distr::StandardNormal;
+    let mut xs: Vec<Vec<f64>> = (0..6)
+        .flat_map(|i| (0..6).map(move |j| vec![f64::from(i) / 5.0, f64::from(j) / 5.0]))
+        .collect();
+    xs.sort_by(|a, b| f.value(a).abs().total_cmp(&f.value(b).abs()));
+    for z in &f.centres {
+        xs.push(z.to_vec());
+        xs.push(z.to_vec());
+    }
+    for k in 0..6 {
+        let off = 1e-6 * (f64::from(k) - 2.5);
+        xs.push(vec![f.centres[0][0] + off, f.centres[0][1] - off]);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    xs.into_iter()
+        .map(|x| {
+            let noise: f64 = rng.sample(StandardNormal);
+            let y = f.value(&x) + SIGMA * noise;
+            (x, y)
+        })
+        .collect()
+}
+
+/// Runs the wrapper over the data, and beside it one plain bound per level k = 1, …, k* + 1,
+/// each built directly with B_k = 2^{k−1}B₀ and the same δ, fed the same observations and asked
+/// the same queries (diagnostics after every observation, as the wrapper's check; then the
+/// bounds on `q`). After every observation: the level is at most k*, and the wrapper's bounds
+/// and diagnostics are, bit for bit, those of the plain bound of its level. Returns the levels
+/// reached after each observation.
+fn levels_against_plain_bounds<B: AdjustableNorm>(
+    make: impl Fn(f64) -> B,
+    f: &Expansion,
+    data: &Data,
+    b0: f64,
+    q: &[Vec<f64>],
+) -> Vec<u32> {
+    // k* = min{k : B_k ≥ ‖f‖}, from B_k = b0·2^{k−1} written out.
+    let level_norm = |k: u32| b0 * (1u64 << (k - 1)) as f64;
+    let k_star = (1..).find(|&k| level_norm(k) >= f.norm).unwrap();
+    let mut wrapper = AdaptiveNorm::new(make(b0)).unwrap();
+    let mut plain: Vec<B> = (1..=k_star + 1).map(|k| make(level_norm(k))).collect();
+    for p in &plain {
+        assert_eq!(p.delta(), DELTA);
+        p.diagnostics();
+    }
+    let truth: Vec<f64> = q.iter().map(|x| f.value(x)).collect();
+    let mut levels = Vec::new();
+    for (t, (x, y)) in data.iter().enumerate() {
+        wrapper.observe(x, *y).unwrap();
+        let got = wrapper.bounds(q).unwrap();
+        let want: Vec<Bounds> = plain
+            .iter_mut()
+            .map(|p| {
+                p.observe(x, *y).unwrap();
+                p.diagnostics();
+                p.bounds(q).unwrap()
+            })
+            .collect();
+        let level = wrapper.level();
+        assert!(
+            level <= k_star,
+            "t = {t}: level {level} passed k* = {k_star} (‖f‖ = {}, B = {})",
+            f.norm,
+            wrapper.norm_bound()
+        );
+        let k = level as usize - 1;
+        assert!(
+            same_bits(&got, &want[k]),
+            "t = {t}, level {level}: the wrapper's bounds are not those of a plain bound with \
+             B = {} and δ = {DELTA}; largest UCB gap {:e}",
+            level_norm(level),
+            (0..q.len())
+                .map(|j| (got.ucb[j] - want[k].ucb[j]).abs())
+                .fold(0.0, f64::max)
+        );
+        assert_eq!(wrapper.diagnostics(), plain[k].diagnostics(), "t = {t}");
+        assert_eq!(
+            (
+                wrapper.norm_bound(),
+                wrapper.delta(),
+                wrapper.inner().delta()
+            ),
+            (level_norm(level), DELTA, DELTA)
+        );
+        // Levels with B_k ≥ ‖f‖ on this sample: never empty, and their bounds contain f (so the
+        // wrapper's do from the first round at k* on).
+        for (i, p) in plain.iter().enumerate().skip(k_star as usize - 1) {
+            assert!(!p.diagnostics().empty_set(), "t = {t}: level {}", i + 1);
+            for (j, v) in truth.iter().enumerate() {
+                assert!(
+                    want[i].lcb[j] <= *v && *v <= want[i].ucb[j],
+                    "t = {t}, level {}: f = {v} outside [{}, {}]",
+                    i + 1,
+                    want[i].lcb[j],
+                    want[i].ucb[j]
+                );
+            }
+        }
+        levels.push(level);
+    }
+    levels
+}
+
+#[test]
+fn every_level_is_the_plain_bound_with_the_same_delta_and_never_passes_k_star() {
+    // ‖f‖ = 8 and B₀ = ‖f‖/48: B_k/‖f‖ = 2^{k−1}/48, so k* = 7 (B_6 = 2‖f‖/3, B_7 = 4‖f‖/3).
+    let f = Expansion::new(8.0);
+    assert!((f.norm - 8.0).abs() < 1e-12, "{}", f.norm);
+    // The crate's kernel is the one written out above.
+    for (x, z) in [([0.1, 0.9], [0.3, 0.2]), ([0.5, 0.5], [0.5, 0.5 + 1e-7])] {
+        assert!((kernel().eval(&x, &z) - matern52(&x, &z)).abs() < 1e-15);
+    }
+    let b0 = f.norm / 48.0;
+    let q: Vec<Vec<f64>> = (0..7)
+        .flat_map(|i| {
+            (0..7).map(move |j| vec![(f64::from(i) + 0.5) / 7.0, (f64::from(j) + 0.3) / 7.0])
+        })
+        .chain(f.centres.iter().map(|z| z.to_vec()))
+        .collect();
+    for seed in [11, 12] {
+        let data = expansion_data(&f, seed);
+        for (name, levels) in [
+            ("dmm", levels_against_plain_bounds(dmm, &f, &data, b0, &q)),
+            ("cmm", levels_against_plain_bounds(cmm, &f, &data, b0, &q)),
+        ] {
+            // Several refutations, most levels compared with their plain bound, and k* reached.
+            let distinct: std::collections::BTreeSet<u32> = levels.iter().copied().collect();
+            assert!(
+                distinct.len() >= 5,
+                "{name}, seed {seed}: levels {levels:?}"
+            );
+            assert_eq!(
+                levels.last(),
+                Some(&7),
+                "{name}, seed {seed}: levels {levels:?}"
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -798,4 +1000,43 @@ fn a_snapshot_restores_the_level_the_log_and_the_bound_bit_for_bit() {
         &restored.bounds(&q).unwrap()
     ));
     assert_eq!(d.doublings(), restored.doublings());
+}
+
+#[cfg(feature = "serde")]
+#[test]
+fn snapshots_of_the_split_delta_are_refused() {
+    use kernel_bandits::SnapshotError;
+    use kernel_bandits::snapshot::{FORMAT_VERSION, Snapshot};
+    let mut d = AdaptiveNorm::new(dmm(0.01)).unwrap();
+    for (x, y) in duplicates() {
+        d.observe(&x, y * 1e-4).unwrap();
+    }
+    assert!(d.level() >= 2, "{}", d.level());
+    let json = d.to_json().unwrap();
+    assert!(AdaptiveNorm::<Dmm<Matern>>::from_json(&json).is_ok());
+    // Version 4 split δ over the levels (the inner bound at δ_k = 6δ/(π²k²)): refused by its
+    // version before its state is read.
+    let v4 = json.replacen(&format!("\"version\":{FORMAT_VERSION}"), "\"version\":4", 1);
+    assert_eq!(
+        AdaptiveNorm::<Dmm<Matern>>::from_json(&v4).err(),
+        Some(Error::Snapshot(SnapshotError::Version {
+            found: 4,
+            supported: FORMAT_VERSION
+        }))
+    );
+    // A state with the inner bound at the split's δ_k, re-saved with a valid checksum: refused
+    // by the check of the state.
+    let mut value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let k = f64::from(d.level());
+    let split = 6.0 * DELTA / (std::f64::consts::PI.powi(2) * k * k);
+    value["state"]["inner"]["params"]["delta"] = serde_json::json!(split);
+    let state: AdaptiveNorm<Dmm<Matern>> = serde_json::from_value(value["state"].clone()).unwrap();
+    assert_eq!(state.inner().delta(), split);
+    match AdaptiveNorm::<Dmm<Matern>>::from_json(&state.to_json().unwrap()) {
+        Err(Error::Snapshot(SnapshotError::Inconsistent(why))) => {
+            assert!(why.contains("delta"), "{why}")
+        }
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("a state at the split's delta was restored"),
+    }
 }

@@ -60,8 +60,8 @@ pub struct BoundsArgs {
     /// says so).
     #[arg(long, requires = "fit")]
     warmup: Option<usize>,
-    /// Start B at B0 and double it whenever the data refute it (dmm or cmm only; δ is split
-    /// over the doublings, which are printed to stderr). Replaces `--norm-bound`.
+    /// Start B at B0 and double it whenever the data refute it (dmm or cmm only; the one δ
+    /// serves every level; the doublings are printed to stderr). Replaces `--norm-bound`.
     #[arg(long, allow_negative_numbers = true, conflicts_with = "norm_bound")]
     adaptive_norm: Option<f64>,
     /// Print estimates of the noise σ (from replicated inputs and from the residuals of a
@@ -361,8 +361,8 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<(), String> {
     if let Built::Adaptive(adaptive) = &built {
         for d in adaptive.doublings() {
             eprintln!(
-                "B refuted after {} observations in the bound: {} -> {} (δ {} -> {})",
-                d.observations, d.old_norm, d.new_norm, d.old_delta, d.delta
+                "B refuted after {} observations in the bound: {} -> {}",
+                d.observations, d.old_norm, d.new_norm
             );
         }
         eprintln!(
