@@ -62,8 +62,10 @@
 //! (4(t + 1) + 2t^{3/2})·ε·k + θ₀ (10⁻¹³ at t = 15); far from the data it is negligible
 //! against ρ_0². The whole-spectrum evaluation carries the same three terms, with
 //! Σ p²/(λ + a)² in place of Σ_R p²/λ². The price is a bound looser than the exact optimum
-//! where the exact ρ_0² is below the allowance: by up to 3·10⁻⁵ relative within 10⁻⁸ of an
-//! observation in the tests, by at most 10⁻⁶ from about 10⁻⁷ on. Only at a point equal
+//! where the exact ρ_0² is not well above the allowance: in the tests (RBF, ℓ = 0.15,
+//! t = 15) by up to 4·10⁻⁵ relative within 10⁻⁸ of an observation, 1.5·10⁻⁵ at 10⁻⁷ and
+//! 2·10⁻⁶ at 10⁻⁶ (the exact bound itself changes there by about 5·10⁻⁷ per 10⁻⁹; the
+//! excess shrinks like the cube root of the allowance). Only at a point equal
 //! bitwise to an observed input x_j is ρ_0² exactly 0 (k_t(x) = K_t e_j, k(x, x) = K_jj) and
 //! taken so, with no allowance, and only there is the limit a → 0 evaluated; the
 //! certificate reports a > 0 everywhere else.
@@ -1106,6 +1108,21 @@ impl<K: Kernel> Cmm<K> {
     /// The UCB at one point with the minimising a, and a function of the confidence set that
     /// comes close to it: the duality gap `upper − primal` bounds how far the UCB can be from
     /// the exact maximum of f(x) over the set (Thm 4.5; the gap is 0 at the exact optimum).
+    ///
+    /// Two documented slacks keep the UCB above the exact maximum, and show in the gap:
+    /// - where K_t has eigenvalues at the rounding level (repeated inputs, or inputs the kernel
+    ///   cannot tell apart), they are dropped and R_t enlarged to R_t + B√θ, θ ≥ tε·λ_max (see
+    ///   the module documentation). Where the minimising a is small (at and next to the
+    ///   data) this makes the UCB looser than the exact maximum by up to about
+    ///   B√θ·R_t/√(R_t² − ‖b_N‖²)·(Σ_R p²/λ²)^{1/2}: 1.2·10⁻⁵ relative at an observed input
+    ///   with t = 12, d = 1, Matérn 5/2, ℓ = 0.3, c = 2, σ = 0.1, B = 20 and one input
+    ///   observed three times, and 10⁻⁴ in issue 36's case; it grows with B and with
+    ///   λ_max, and is 0 when no eigenvalue is dropped;
+    /// - next to (not on) an observation, the rounding allowance on ρ_0² (module
+    ///   documentation, "Next to the data"): up to 4·10⁻⁵ relative within 10⁻⁸ of it.
+    ///
+    /// `regulariser` is 0 (the limit a → 0) only at a point equal bitwise to an observed
+    /// input.
     ///
     /// The primal function is f = μ_a + s·k_a(·, x), where k_a(·, x) is the posterior
     /// covariance at regulariser a, the direction in which the single ellipsoid

@@ -198,10 +198,9 @@ pub enum DdKernel {
 
 impl DdKernel {
     pub fn eval(&self, x: &[f64], y: &[f64]) -> Dd {
-        let sq = x
-            .iter()
-            .zip(y)
-            .fold(Dd::ZERO, |s, (a, b)| s + (Dd::from(*a) - Dd::from(*b)).square());
+        let sq = x.iter().zip(y).fold(Dd::ZERO, |s, (a, b)| {
+            s + (Dd::from(*a) - Dd::from(*b)).square()
+        });
         match *self {
             DdKernel::Rbf(l) => (-(sq / Dd::from(l).square()) * 0.5).exp(),
             DdKernel::Matern52(l) => {
@@ -285,13 +284,7 @@ pub struct Extremum {
 }
 
 /// One point's dual data at one a: (μ_a, ρ_a², q_a).
-fn dual_terms(
-    l: &[Vec<Dd>],
-    yz: &[Dd],
-    q: Dd,
-    cross: &[Dd],
-    prior: Dd,
-) -> (Dd, Dd, Dd) {
+fn dual_terms(l: &[Vec<Dd>], yz: &[Dd], q: Dd, cross: &[Dd], prior: Dd) -> (Dd, Dd, Dd) {
     let z = forward(l, cross);
     (dot(&z, yz), prior - dot(&z, &z), q)
 }
@@ -364,7 +357,13 @@ impl DualReference {
         (upper, lower)
     }
 
-    fn extremum(&self, cross: &[Dd], prior: Dd, sign: f64, (below, above, step): (f64, f64, f64)) -> Extremum {
+    fn extremum(
+        &self,
+        cross: &[Dd],
+        prior: Dd,
+        sign: f64,
+        (below, above, step): (f64, f64, f64),
+    ) -> Extremum {
         let centre = self.a0.ln();
         let n = ((below + above) / step).ceil() as usize;
         let logs: Vec<f64> = (0..=n).map(|k| centre - below + k as f64 * step).collect();
