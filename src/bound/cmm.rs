@@ -65,7 +65,9 @@
 //! where the exact ρ_0² is not well above the allowance: in the tests (RBF, ℓ = 0.15,
 //! t = 15) by up to 4·10⁻⁵ relative within 10⁻⁸ of an observation, 1.5·10⁻⁵ at 10⁻⁷ and
 //! 2·10⁻⁶ at 10⁻⁶ (the exact bound itself changes there by about 5·10⁻⁷ per 10⁻⁹; the
-//! excess shrinks like the cube root of the allowance). Only at a point equal
+//! excess shrinks like the cube root of the allowance), and 1.3–3.2·10⁻⁶ a few ulps from an
+//! observation with targets of 10⁻⁸ (Matérn 5/2, ℓ = 10⁻³) or anywhere with ℓ = 10³ in
+//! [0, 1]², where every point is next to the data in the kernel's metric. Only at a point equal
 //! bitwise to an observed input x_j is ρ_0² exactly 0 (k_t(x) = K_t e_j, k(x, x) = K_jj) and
 //! taken so, with no allowance, and only there is the limit a → 0 evaluated; the
 //! certificate reports a > 0 everywhere else.
@@ -470,7 +472,7 @@ impl pulp::WithSimd for Sums<'_> {
 
 /// An upper bound on the error of ρ_0² = k(x, x) − Σ_R p²/λ as computed from the computed
 /// decomposition, added to it so that ρ_0² is never underestimated (see the module
-/// documentation, "The a → 0 end"): with t observations, γ = tε/(1 − tε), g = γ‖k_t(x)‖ and
+/// documentation, "Next to the data"): with t observations, γ = tε/(1 − tε), g = γ‖k_t(x)‖ and
 /// θ₀ = tελ_max,
 ///
 /// 4(t + 1)ε·max(k(x, x), Σ_R p²/λ) + θ₀·Σ_R p²/λ² + 2g·Σ_R |p|/λ + g²·Σ_R 1/λ.
