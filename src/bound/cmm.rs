@@ -62,7 +62,7 @@
 //! (4(t + 1) + 2t^{3/2})·ε·k + θ₀ (10⁻¹³ at t = 15); far from the data it is negligible
 //! against ρ_0². The whole-spectrum evaluation carries the same three terms, with
 //! Σ p²/(λ + a)² in place of Σ_R p²/λ². The price is a bound looser than the exact optimum
-//! where the exact ρ_0² is not well above the allowance: in the tests (RBF, ℓ = 0.15,
+//! where the exact ρ_0² is not well above the allowance: measured (RBF, ℓ = 0.15,
 //! t = 15) by up to 4·10⁻⁵ relative within 10⁻⁸ of an observation, 1.5·10⁻⁵ at 10⁻⁷ and
 //! 2·10⁻⁶ at 10⁻⁶ (the exact bound itself changes there by about 5·10⁻⁷ per 10⁻⁹; the
 //! excess shrinks like the cube root of the allowance), and 1.3–3.2·10⁻⁶ a few ulps from an

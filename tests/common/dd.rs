@@ -223,20 +223,17 @@ fn cholesky(gram: &[Vec<Dd>], a: f64) -> Option<Vec<Vec<Dd>>> {
     let t = gram.len();
     let mut l = vec![vec![Dd::ZERO; t]; t];
     for j in 0..t {
-        let mut d = gram[j][j] + a;
-        for k in 0..j {
-            d = d - l[j][k].square();
-        }
+        let d = l[j][..j].iter().fold(gram[j][j] + a, |d, v| d - v.square());
         if d.hi <= 0.0 {
             return None;
         }
         let d = d.sqrt();
         l[j][j] = d;
         for i in j + 1..t {
-            let mut s = gram[i][j];
-            for k in 0..j {
-                s = s - l[i][k] * l[j][k];
-            }
+            let s = l[i][..j]
+                .iter()
+                .zip(&l[j][..j])
+                .fold(gram[i][j], |s, (u, v)| s - *u * *v);
             l[i][j] = s / d;
         }
     }
