@@ -518,3 +518,220 @@ fn lazy_argmax_is_the_argmax_of_evaluate() {
         assert!(evaluated > 150);
     }
 }
+
+/// Where a sequence is queried near its observations.
+struct NearData {
+    kernel: crate::common::dd::DdKernel,
+    xs: Vec<Vec<f64>>,
+    y: Vec<f64>,
+    /// σ, B, δ, c.
+    params: (f64, f64, f64, f64),
+    /// Observations (indices into `xs`) to query around once observed, besides the latest.
+    around: Vec<usize>,
+    /// (below, above, step) of the reference's scan over ln a around ln a0.
+    scan: (f64, f64, f64),
+}
+
+/// The worst margins found: min over queries of (UCB − exact)/scale and (exact LCB − LCB)/scale,
+/// each for points off the data and bitwise on it.
+#[derive(Debug, Default)]
+struct Margins {
+    queries: usize,
+    off_upper: f64,
+    off_lower: f64,
+    on_upper: f64,
+    on_lower: f64,
+    /// The largest (UCB − exact)/scale or (exact LCB − LCB)/scale: the price of the allowance.
+    excess: f64,
+}
+
+/// Observes `case.xs` one by one with CMM-UCB built from `kernel` and, after EVERY observation
+/// (so that every bordered update, and the full decomposition every 100 updates, is queried),
+/// compares the bounds at the latest observation and at `case.around`, bitwise and at
+/// x₀ + h·v for h = 10⁻¹², …, 10⁻⁶ and v = (1, −1), (1, 1), (1, 0) (d = 2) or ±1 (d = 1),
+/// with the extended-precision dual (`common::dd`): the UCB never below min over a of U_a,
+/// the LCB never above max over a of L_a, beyond the reference's own error bound plus
+/// 10⁻¹² relative (the rounding of μ_0 and of the a → 0 limit at points on the data), and
+/// the certificate's a positive at every point not on the data. The bounds' excess over the
+/// exact dual, the price of the rounding allowance, is returned for the caller to bound.
+fn check_near_data(kernel: impl Kernel + Clone, case: &NearData, every: usize) -> Margins {
+    use crate::common::dd::DualReference;
+    let (sigma, b, delta, c) = case.params;
+    let params = BoundParams::new()
+        .sigma(sigma)
+        .norm_bound(b)
+        .delta(delta)
+        .scale(c);
+    let mut cmm = Cmm::new(kernel, params).unwrap();
+    let dim = case.xs[0].len();
+    let directions: Vec<Vec<f64>> = if dim == 2 {
+        vec![vec![1.0, -1.0], vec![1.0, 1.0], vec![1.0, 0.0]]
+    } else {
+        vec![vec![1.0], vec![-1.0]]
+    };
+    let mut margins = Margins {
+        off_upper: f64::INFINITY,
+        off_lower: f64::INFINITY,
+        on_upper: f64::INFINITY,
+        on_lower: f64::INFINITY,
+        ..Margins::default()
+    };
+    for t in 1..=case.xs.len() {
+        cmm.observe(&case.xs[t - 1], case.y[t - 1]).unwrap();
+        if t % every != 0 && t != case.xs.len() {
+            continue;
+        }
+        let reference = DualReference::new(case.kernel, &case.xs[..t], &case.y[..t], case.params);
+        let mut centres: Vec<usize> = case.around.iter().copied().filter(|&i| i < t).collect();
+        centres.push(t - 1);
+        for &i in &centres {
+            let x0 = &case.xs[i];
+            let mut queries = vec![(x0.clone(), true)];
+            for v in &directions {
+                for e in -12..=-6 {
+                    let h = 10f64.powi(e);
+                    let x: Vec<f64> = x0.iter().zip(v).map(|(x, v)| x + h * v).collect();
+                    let on = case.xs[..t].contains(&x);
+                    queries.push((x, on));
+                }
+            }
+            for (x, on) in queries {
+                let got = cmm.bounds(std::slice::from_ref(&x)).unwrap();
+                let (upper, lower) = reference.bounds(&x, case.scan);
+                let scale = upper.value.abs().max(lower.value.abs());
+                let context = || {
+                    format!(
+                        "t = {t}, x = {x:?} (observation {i} {x0:?}): UCB {} vs exact {} \
+                         (a = {:e}), LCB {} vs exact {} (a = {:e})",
+                        got.ucb[0], upper.value, upper.a, got.lcb[0], lower.value, lower.a
+                    )
+                };
+                let up = (got.ucb[0] - upper.value) / scale;
+                let down = (lower.value - got.lcb[0]) / scale;
+                assert!(
+                    got.ucb[0] >= upper.value - upper.error - 1e-12 * scale,
+                    "UCB below the exact dual by {:.2e} relative: {}",
+                    -up,
+                    context()
+                );
+                assert!(
+                    got.lcb[0] <= lower.value + lower.error + 1e-12 * scale,
+                    "LCB above the exact dual by {:.2e} relative: {}",
+                    -down,
+                    context()
+                );
+                if on {
+                    margins.on_upper = margins.on_upper.min(up);
+                    margins.on_lower = margins.on_lower.min(down);
+                } else {
+                    let a = cmm.certificate(&x).unwrap().regulariser;
+                    assert!(a > 0.0, "a = {a} at a point not on the data: {}", context());
+                    margins.off_upper = margins.off_upper.min(up);
+                    margins.off_lower = margins.off_lower.min(down);
+                }
+                margins.excess = margins.excess.max(up).max(down);
+                margins.queries += 1;
+            }
+        }
+    }
+    margins
+}
+
+/// `t` points in [0, 1]^d from a fixed seed, with observation 2 repeated at t − 3 (two
+/// copies) and observation 5 at t − 2 and t − 1 (three copies); y = a smooth function plus
+/// N(0, σ²) noise.
+fn near_data_case(seed: u64, t: usize, dim: usize, sigma: f64) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut xs: Vec<Vec<f64>> = (0..t - 3)
+        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    xs.push(xs[2].clone());
+    xs.push(xs[5].clone());
+    xs.push(xs[5].clone());
+    let y = xs
+        .iter()
+        .map(|x| {
+            (6.0 * x[0]).sin()
+                + (4.0 * x[dim - 1]).cos()
+                + sigma * rng.sample::<f64, _>(StandardNormal)
+        })
+        .collect();
+    (xs, y)
+}
+
+/// Issue 36, finding 1: next to (not on) an observation, ρ_0² is within rounding of 0; it
+/// was formed without a rounding allowance and the a → 0 limit taken whenever it rounded to
+/// 0, so the UCB came out up to 4.8·10⁻⁷ relative below the exact dual (and the certificate
+/// reported a = 0 off the data). RBF ℓ = 0.15, σ = 0.1, B = 20, 15 points in [0, 1]² (two of
+/// them duplicates), queried after every observation.
+#[test]
+fn near_observations_the_bounds_contain_the_extended_precision_dual_rbf() {
+    let sigma = 0.1;
+    let (xs, y) = near_data_case(36, 15, 2, sigma);
+    let case = NearData {
+        kernel: crate::common::dd::DdKernel::Rbf(0.15),
+        xs,
+        y,
+        params: (sigma, 20.0, 0.01, 1.0),
+        around: vec![0, 2, 5],
+        scan: (
+            16.0 * std::f64::consts::LN_10,
+            12.0 * std::f64::consts::LN_10,
+            0.2,
+        ),
+    };
+    let margins = check_near_data(Rbf::new(0.15).unwrap(), &case, 1);
+    eprintln!("{margins:?}");
+    // The documented price of the allowance: up to about 4·10⁻⁵ relative next to the data.
+    assert!(margins.excess <= 1e-4, "{margins:?}");
+}
+
+/// As above for Matérn 5/2 (ℓ = 0.3, c = 2, d = 1, 12 points, one observed three times).
+#[test]
+fn near_observations_the_bounds_contain_the_extended_precision_dual_matern() {
+    let sigma = 0.1;
+    let (xs, y) = near_data_case(7, 12, 1, sigma);
+    let case = NearData {
+        kernel: crate::common::dd::DdKernel::Matern52(0.3),
+        xs,
+        y,
+        params: (sigma, 5.0, 0.01, 2.0),
+        around: vec![0, 2, 5],
+        scan: (
+            16.0 * std::f64::consts::LN_10,
+            12.0 * std::f64::consts::LN_10,
+            0.2,
+        ),
+    };
+    let margins = check_near_data(Matern::new(2.5, 0.3).unwrap(), &case, 1);
+    eprintln!("{margins:?}");
+    assert!(margins.excess <= 1e-4, "{margins:?}");
+}
+
+/// The same across t = 100 (the full decomposition every 100 bordered updates): 105 points,
+/// queried after every observation around the latest one (and so around both copies of the
+/// duplicated inputs at the end). Slow in debug (the reference's O(t³) Cholesky per trial
+/// a in double-double): run with
+/// `cargo test --release --all-features --test cmm -- --ignored near_observations_across`.
+#[test]
+#[ignore = "slow: the reference is O(t³) per trial a in double-double; not yet run to completion (over 18 min in release)"]
+fn near_observations_across_the_refresh() {
+    let sigma = 0.1;
+    let (xs, y) = near_data_case(11, 105, 2, sigma);
+    let case = NearData {
+        kernel: crate::common::dd::DdKernel::Rbf(0.15),
+        xs,
+        y,
+        params: (sigma, 20.0, 0.01, 1.0),
+        around: vec![],
+        scan: (
+            16.0 * std::f64::consts::LN_10,
+            12.0 * std::f64::consts::LN_10,
+            0.5,
+        ),
+    };
+    let margins = check_near_data(Rbf::new(0.15).unwrap(), &case, 1);
+    eprintln!("{margins:?}");
+    // The documented price of the allowance: up to about 4·10⁻⁵ relative next to the data.
+    assert!(margins.excess <= 1e-4, "{margins:?}");
+}

@@ -2,6 +2,7 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+pub mod dd;
 pub mod dense_variance;
 pub mod socp;
 pub mod structured;
