@@ -34,8 +34,8 @@ pub const MAX_MEMORY: usize = 1024;
 ///
 /// | name | default | range | meaning |
 /// |---|---|---|---|
-/// | `tolerance` | 10⁻¹⁰ | finite, > 0 | stop when PANOC's fixed-point residual ‖v − Π(v − γ∇(−f)(v))‖, in the preconditioned coordinates vᵢ = sᵢuᵢ of the box rescaled to [0, 1]^d (sᵢ ∈ (0, 1], see [`refine`]), is below it |
-/// | `max_iterations` | 200 | ≥ 1 | the most PANOC iterations of one refinement (all its runs together) |
+/// | `tolerance` | 10⁻¹⁰ | finite, > 0 | PANOC stops when its fixed-point residual ‖v − Π(v − γ∇(−f)(v))‖, in the preconditioned coordinates vᵢ = sᵢuᵢ of the box rescaled to [0, 1]^d (sᵢ ∈ (0, 1], see [`refine`]), is below it; the Newton steps when a step is at most it in every unit coordinate or predicts a gain of at most it times \|f\| |
+/// | `max_iterations` | 200 | ≥ 1 | the most PANOC iterations (all its runs together, at most half, rounded up) and Newton steps (the rest) of one refinement |
 /// | `memory` | 10 | 1 ..= [`MAX_MEMORY`] | L-BFGS memory (pairs kept) |
 ///
 /// # Examples
@@ -104,12 +104,15 @@ pub struct Maximum {
     pub start_value: f64,
     /// Objective evaluations spent (by all refinements, for [`maximise`]).
     pub evaluations: usize,
-    /// PANOC iterations of the refinement that gave `point`.
+    /// PANOC iterations and Newton steps of the refinement that gave `point` (see [`refine`]).
     pub iterations: usize,
-    /// Whether that refinement stopped because the fixed-point residual fell below the
-    /// tolerance (or had nothing to do: every coordinate fixed, or a zero gradient at the
-    /// start); `false` if it hit `max_iterations` or PANOC stopped on a non-finite internal
-    /// quantity (the best point evaluated is still returned).
+    /// Whether that refinement converged to the tolerance: its last Newton step was at most
+    /// `tolerance` in every unit coordinate, or the gain its quadratic model predicted was at
+    /// most `tolerance`·|f| (with `max_iterations = 1`, which leaves no Newton step, PANOC's
+    /// fixed-point residual fell below `tolerance`); or it had nothing to do (every coordinate
+    /// fixed, or a zero gradient at the start). `false` if it ran out of `max_iterations`, no
+    /// step increased f, or PANOC stopped on a non-finite internal quantity (the best point
+    /// evaluated is still returned).
     pub converged: bool,
 }
 
@@ -140,10 +143,20 @@ pub struct Maximum {
 ///   vᵢ = sᵢuᵢ with sᵢ = √(max(cᵢ / maxⱼ cⱼ, 10⁻¹⁰)), where every curvature is maxⱼ cⱼ (the
 ///   Jacobi, or diagonal, preconditioner; Nocedal & Wright 2006, *Numerical Optimization*,
 ///   2nd ed., §2.2 "Scaling" and §5.1 "Preconditioning");
-/// - a run that converges without improving f beyond rounding (10⁻¹²|f|) ends the refinement;
+/// - a run that converges, or that stops short without improving f at all, ends this phase;
 ///   otherwise PANOC is run again from the best point with the scaling estimated there, at
-///   most 4 runs, each but the last with at most half the iterations left, all within
-///   `max_iterations`. [`Maximum::converged`] is that of the last run.
+///   most 4 runs, each but the last with at most half the iterations left, all within half of
+///   `max_iterations` (rounded up);
+/// - the rest of `max_iterations` goes to projected Newton steps from the best point, which
+///   also resolve the coupling between coordinates that a diagonal scaling leaves (a curved
+///   ridge): the Hessian of the coordinates not held at a bound is estimated by forward
+///   differences of the gradient (one evaluation per coordinate), the step solves the
+///   Newton system with Levenberg–Marquardt damping (Levenberg 1944, "A method for the
+///   solution of certain non-linear problems in least squares"; Marquardt 1963, "An algorithm
+///   for least-squares estimation of nonlinear parameters"), raised tenfold until the step,
+///   projected onto the box, increases f beyond every point evaluated so far, and a step that
+///   does is extended (doubled) while f keeps increasing. [`Maximum::converged`] says whether
+///   the last step was below the tolerance (see there).
 ///
 /// # How PANOC sees the objective
 /// - PANOC minimises, so it is given −f.
@@ -534,8 +547,10 @@ impl Objective<'_> {
     /// Levenberg–Marquardt damping μ (Levenberg 1944; Marquardt 1963; Nocedal & Wright 2006,
     /// §10.3): x + p, projected onto the box, is tried with μ raised tenfold (from 0 to
     /// 10⁻¹²‖H‖, then ×10; at most 40 tries) until −H + μI is positive definite and f at
-    /// x + p exceeds f(x), and the next step starts from a tenth of the μ that succeeded, at
-    /// the best point evaluated. Stops, converged, when ‖p‖∞ ≤ `tolerance` (in unit
+    /// x + p exceeds every value evaluated so far (the Hessian's probes included); x + 2p,
+    /// x + 4p, … are then tried while f keeps increasing (a flat or convex direction, along
+    /// which the damping keeps p short), and the next step starts from a tenth of the μ that
+    /// succeeded, at the best point evaluated. Stops, converged, when ‖p‖∞ ≤ `tolerance` (in unit
     /// coordinates), or the gain the quadratic model predicts, ∇f·p, is at most
     /// `tolerance`·|f|, or no coordinate is free; or, not converged, when no step
     /// increases f or after `max_steps` steps. Returns (steps, converged).
@@ -934,10 +949,12 @@ fn refine_checked(
         if !converged && o.best_value <= from_value {
             break;
         }
-        // Done when a round converges without improving the point beyond rounding: PANOC's
-        // residual is then small in the scaling estimated at the point returned.
+        // Done when a round converges: the Newton steps below check the point (without them,
+        // only once a round converges without improving the point beyond rounding, so that
+        // PANOC's residual is small in the scaling estimated at the point returned).
         if converged
-            && (o.best_value - from_value <= ROUND_GAIN * from_value.abs()
+            && (newton_steps > 0
+                || o.best_value - from_value <= ROUND_GAIN * from_value.abs()
                 || same_point(&o.best_point, &from))
         {
             break;
