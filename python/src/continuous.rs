@@ -85,6 +85,9 @@ impl PyBoxDomain {
 /// class and the constructor's arguments.
 type Constructor<'py, A> = (Bound<'py, PyAny>, A);
 
+/// The arguments of `Choice(point, ucb, rule, converged, iterations)`.
+type ChoiceParts = (Vec<f64>, f64, &'static str, bool, usize);
+
 /// `[a, b, …]` with Python's float spelling.
 fn py_list(values: &[f64]) -> String {
     let items: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
@@ -213,10 +216,7 @@ impl PyChoice {
         )
     }
 
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<Constructor<'py, (Vec<f64>, f64, &'static str, bool, usize)>> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Constructor<'py, ChoiceParts>> {
         Ok((
             py.get_type::<PyChoice>().into_any(),
             (
