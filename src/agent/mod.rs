@@ -108,11 +108,11 @@ pub trait BanditAgent {
     /// What is certified depends on the rule ([`Choice::rule`]); in every case the point lies
     /// in the box, and "to rounding" means that a value at a point can differ in the last
     /// bits with the batch it is computed in:
-    /// - a UCB point ([`Rule::Ucb`](batch::Rule::Ucb)) has a UCB (as
+    /// - a UCB point ([`Rule::Ucb`]) has a UCB (as
     ///   [`crate::bound::ConfidenceBound::evaluate`] computes it) at least that of every start
     ///   scored ([`UcbAgent::next_starts`]: space-filling points, the box's corners and face
     ///   centres) that is not pending, to rounding;
-    /// - an exploration point ([`Rule::Exploration`](batch::Rule::Exploration)) is not
+    /// - an exploration point ([`Rule::Exploration`]) is not
     ///   pending, lies in the relevant region {U + (U − μ) ≥ max L} with the threshold taken
     ///   over the starts, and has a variance given the pending points at least that of every
     ///   start that is admissible (in that region and not pending), to rounding. Its UCB is
