@@ -85,6 +85,9 @@ impl PyBoxDomain {
 /// class and the constructor's arguments.
 type Constructor<'py, A> = (Bound<'py, PyAny>, A);
 
+/// The arguments of `Choice(point, ucb, rule, converged, iterations)`.
+type ChoiceParts = (Vec<f64>, f64, &'static str, bool, usize);
+
 /// `[a, b, …]` with Python's float spelling.
 fn py_list(values: &[f64]) -> String {
     let items: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
@@ -117,10 +120,12 @@ pub fn domain(obj: &Bound<'_, PyAny>) -> PyResult<RsBoxDomain> {
 }
 
 /// A point chosen in a continuous domain: `point` (a 1-D float64 array inside the domain), its
-/// upper confidence bound `ucb` (as `bounds` computes it; +∞ for `RandomAgent`) and the `rule`
+/// upper confidence bound `ucb` (as `bounds` computes it; +∞ for `RandomAgent`), the `rule`
 /// that chose it: `"ucb"` (the maximiser of the UCB), `"exploration"` (the largest variance given
 /// the pending points within the relevant region, GP-UCB-PE of Contal et al. 2013) or
-/// `"random"`.
+/// `"random"`; `converged`, whether the point comes from a refinement that converged (a local
+/// maximiser of the rule's objective to the tolerance; false for a start kept unrefined, a
+/// refinement that ran out of iterations, and `"random"`), and that refinement's `iterations`.
 #[pyclass(name = "Choice", frozen, module = "kernel_bandits")]
 #[derive(Debug, Clone)]
 pub struct PyChoice(pub(crate) RsChoice);
@@ -138,7 +143,14 @@ impl PyChoice {
     /// A choice from its parts (what pickling uses); `rule` is "ucb", "exploration" or
     /// "random".
     #[new]
-    fn new(point: &Bound<'_, PyAny>, ucb: f64, rule: &str) -> PyResult<Self> {
+    #[pyo3(signature = (point, ucb, rule, converged = false, iterations = 0))]
+    fn new(
+        point: &Bound<'_, PyAny>,
+        ucb: f64,
+        rule: &str,
+        converged: bool,
+        iterations: usize,
+    ) -> PyResult<Self> {
         let pa = vector(point, "point")?;
         let rule = match rule {
             "ucb" => Rule::Ucb,
@@ -154,6 +166,8 @@ impl PyChoice {
             point: elements(&pa).to_vec(),
             ucb,
             rule,
+            converged,
+            iterations,
         }))
     }
 
@@ -175,26 +189,43 @@ impl PyChoice {
         rule_name(self.0.rule)
     }
 
+    /// Whether the point comes from a refinement that converged.
+    #[getter]
+    fn converged(&self) -> bool {
+        self.0.converged
+    }
+
+    /// The quasi-Newton iterations of the refinement that gave the point (0 if none did).
+    #[getter]
+    fn iterations(&self) -> usize {
+        self.0.iterations
+    }
+
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other.cast::<PyChoice>().is_ok_and(|o| o.get().0 == self.0)
     }
 
     fn __repr__(&self) -> String {
         format!(
-            "Choice(point={}, ucb={:?}, rule='{}')",
+            "Choice(point={}, ucb={:?}, rule='{}', converged={}, iterations={})",
             py_list(&self.0.point),
             self.0.ucb,
-            rule_name(self.0.rule)
+            rule_name(self.0.rule),
+            if self.0.converged { "True" } else { "False" },
+            self.0.iterations
         )
     }
 
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<Constructor<'py, (Vec<f64>, f64, &'static str)>> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Constructor<'py, ChoiceParts>> {
         Ok((
             py.get_type::<PyChoice>().into_any(),
-            (self.0.point.clone(), self.0.ucb, rule_name(self.0.rule)),
+            (
+                self.0.point.clone(),
+                self.0.ucb,
+                rule_name(self.0.rule),
+                self.0.converged,
+                self.0.iterations,
+            ),
         ))
     }
 }

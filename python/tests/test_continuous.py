@@ -510,11 +510,17 @@ def test_continuous_options_are_validated_kept_and_pickled():
 
 
 def test_choice_repr_equality_pickle():
-    c = kb.Choice([0.25, 0.5], 1.5, "exploration")
-    assert repr(c) == "Choice(point=[0.25, 0.5], ucb=1.5, rule='exploration')"
+    c = kb.Choice([0.25, 0.5], 1.5, "exploration", True, 7)
+    assert repr(c) == (
+        "Choice(point=[0.25, 0.5], ucb=1.5, rule='exploration', converged=True, iterations=7)"
+    )
+    assert (c.converged, c.iterations) == (True, 7)
     assert eval(repr(c), {"Choice": kb.Choice}) == c
     assert pickle.loads(pickle.dumps(c)) == c
-    assert c != kb.Choice([0.25, 0.5], 1.5, "ucb")
+    assert c != kb.Choice([0.25, 0.5], 1.5, "ucb", True, 7)
+    assert c != kb.Choice([0.25, 0.5], 1.5, "exploration")
+    plain = kb.Choice([0.1], 0.0, "random")
+    assert (plain.converged, plain.iterations) == (False, 0)
     with pytest.raises(kb.InvalidParameterError):
         kb.Choice([0.1], 0.0, "best")
 
@@ -532,9 +538,12 @@ def test_select_in_finds_the_ucb_maximiser_of_a_smooth_1d_problem(name):
     dom = kb.BoxDomain([-0.2], [1.3])
     before = agent.bound.to_bytes()
     starts = agent.next_starts(dom)
-    assert starts.shape == (64, 1) and all(dom.contains(s) for s in starts)
+    # 64 space-filling starts, then the segment's two ends.
+    assert starts.shape == (66, 1) and all(dom.contains(s) for s in starts)
+    assert starts[64:, 0].tolist() == [-0.2, 1.3]
     c = agent.select_in(dom)
     assert c.rule == "ucb" and dom.contains(c.point) and c.point.shape == (1,)
+    assert c.converged and c.iterations >= 1
     # Its UCB is the bound's at the point (to rounding: a value can differ in the last bits
     # with the batch it is computed in) ...
     assert c.ucb == pytest.approx(agent.bounds(c.point[None, :])[2][0], rel=1e-13, abs=1e-15)

@@ -55,6 +55,17 @@ pub struct Choice {
     pub ucb: f64,
     /// Which rule chose it.
     pub rule: Rule,
+    /// Whether the point is the result of a refinement ([`crate::continuous::refine`], on the
+    /// UCB for [`Rule::Ucb`], on the variance given the pending points for
+    /// [`Rule::Exploration`]) that converged: its fixed-point residual fell below the tolerance,
+    /// so the point is a local maximiser of that objective over the box to that tolerance.
+    /// `false` for a start kept unrefined (it beat every refined point, or its refinement left
+    /// the relevant region), a refinement that ran out of `max_iterations`, and
+    /// [`Rule::Random`].
+    pub converged: bool,
+    /// The quasi-Newton iterations of the refinement that gave the point (0 for a start kept
+    /// unrefined and for [`Rule::Random`]).
+    pub iterations: usize,
 }
 
 /// How [`BanditAgent::select_in`] searches a box: `starts` space-filling points (a scrambled Sobol
@@ -304,6 +315,57 @@ fn round_seed(seed: u64, observations: usize, pending: usize) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The most corners of a box among the starts of one choice (all of them up to d = 6 free
+/// coordinates).
+pub const MAX_CORNERS: usize = 64;
+
+/// Appends the boundary starts of `domain` to `starts`: its corners (all 2^m of its m free
+/// coordinates, lo < hi, when 2^m ≤ [`MAX_CORNERS`]; else [`MAX_CORNERS`] corners drawn from
+/// `seed`), then, for m ≥ 2, the centres of its 2m faces. A UCB or a variance that grows towards the
+/// boundary, away from the data, often peaks on a face or at a corner, which space-filling
+/// points only approach (about one in 2^d of them lies within a quarter of the width of a
+/// given corner in every coordinate).
+fn boundary_starts(domain: &BoxDomain, seed: u64, starts: &mut Vec<f64>) {
+    let (lo, hi) = (domain.lo(), domain.hi());
+    let free: Vec<usize> = (0..domain.dim()).filter(|&i| lo[i] < hi[i]).collect();
+    let m = free.len();
+    if m == 0 {
+        return;
+    }
+    let all = m < usize::BITS as usize && (1usize << m) <= MAX_CORNERS;
+    let corners = if all { 1usize << m } else { MAX_CORNERS };
+    for k in 0..corners {
+        let mut x = lo.to_vec();
+        for (j, &i) in free.iter().enumerate() {
+            let upper = if all {
+                (k >> j) & 1 == 1
+            } else {
+                round_seed(seed, k, j) & 1 == 1
+            };
+            if upper {
+                x[i] = hi[i];
+            }
+        }
+        starts.extend_from_slice(&x);
+    }
+    if m == 1 {
+        // The two faces of a segment are its corners.
+        return;
+    }
+    let centre: Vec<f64> = lo
+        .iter()
+        .zip(hi)
+        .map(|(&l, &h)| (l + 0.5 * (h - l)).clamp(l, h))
+        .collect();
+    for &i in &free {
+        for bound in [lo[i], hi[i]] {
+            let mut x = centre.clone();
+            x[i] = bound;
+            starts.extend_from_slice(&x);
+        }
+    }
+}
+
 /// Indices of the `count` largest values, largest first, lowest index among ties.
 fn best_indices(values: &[f64], count: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..values.len()).collect();
@@ -387,10 +449,15 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
         .copied()
         .find(|&j| !pending.contains(&finalists[j * d..(j + 1) * d]))
         .unwrap_or(order[0]);
+    let (converged, iterations) = refined
+        .get(best)
+        .map_or((false, 0), |m| (m.converged, m.iterations));
     Ok(Choice {
         point: finalists[best * d..(best + 1) * d].to_vec(),
         ucb: scores[best],
         rule: Rule::Ucb,
+        converged,
+        iterations,
     })
 }
 
@@ -433,15 +500,21 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
         options.max_iterations,
         |x| conditioned.variance_gradient(x),
     )?;
-    let mut best: Option<(Vec<f64>, f64)> = None;
+    // (point, variance, converged, iterations)
+    let mut best: Option<(Vec<f64>, f64, bool, usize)> = None;
     for (&j, refined) in chosen.iter().zip(all_refined) {
         let start = &starts[j * d..(j + 1) * d];
         let at = bound.evaluate(&Points::from_row_major(&refined.point, d)?)?;
         let candidate =
             if admissible(&refined.point, at.ucb[0], at.mean[0]) && refined.value >= ranked[j] {
-                (refined.point, refined.value)
+                (
+                    refined.point,
+                    refined.value,
+                    refined.converged,
+                    refined.iterations,
+                )
             } else {
-                (start.to_vec(), ranked[j])
+                (start.to_vec(), ranked[j], false, 0)
             };
         if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
             best = Some(candidate);
@@ -450,14 +523,14 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     // The start with the largest (capped) LCB is in the region, so `best` can only be missing
     // if every start of the region is pending: in a box that is a single point. That point,
     // then.
-    let point = match best {
-        Some((point, _)) => point,
+    let (point, converged, iterations) = match best {
+        Some((point, _, converged, iterations)) => (point, converged, iterations),
         None => {
             let j = (0..variance.len())
                 .filter(|&j| in_region(bounds.ucb[j], bounds.mean[j]))
                 .max_by(|&a, &b| variance[a].total_cmp(&variance[b]).then(b.cmp(&a)))
                 .unwrap_or(0);
-            starts[j * d..(j + 1) * d].to_vec()
+            (starts[j * d..(j + 1) * d].to_vec(), false, 0)
         }
     };
     let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
@@ -465,6 +538,8 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
         point,
         ucb,
         rule: Rule::Exploration,
+        converged,
+        iterations,
     })
 }
 
@@ -604,10 +679,18 @@ impl<B: ConfidenceBound> UcbAgent<B> {
     }
 
     /// The starts the next [`BanditAgent::select_in`] (or the next point of
-    /// [`BanditAgent::select_batch_in`]) scores, row-major: [`BoxDomain::space_filling`] with a
-    /// seed mixed from [`ContinuousOptions::seed`], the number of observations and the number
-    /// of pending points, followed, for a UCB point, by the last UCB point if it is in the box.
-    /// The point chosen has a UCB at least that of each of them.
+    /// [`BanditAgent::select_batch_in`]) scores, row-major: [`ContinuousOptions::starts`]
+    /// points of [`BoxDomain::space_filling`] with a seed mixed from
+    /// [`ContinuousOptions::seed`], the number of observations and the number of pending points;
+    /// then the box's corners (all 2^m of its m coordinates with lo < hi when m ≤ 6, else
+    /// [`MAX_CORNERS`] drawn from that seed) and, for m ≥ 2, the centres of its 2m faces; then,
+    /// for a UCB
+    /// point, the last UCB point if it is in the box.
+    ///
+    /// A UCB point has a UCB at least that of each of them that is not pending; an exploration
+    /// point has a variance given the pending points at least that of each of them that is
+    /// admissible (in the relevant region and not pending), both to rounding (see
+    /// [`BanditAgent::select_in`]).
     pub fn next_starts(&self, domain: &BoxDomain) -> Vec<f64> {
         let seed = round_seed(
             self.continuous.seed,
@@ -615,6 +698,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
             self.pending_set.len(),
         );
         let mut starts = domain.space_filling(self.continuous.starts, seed);
+        boundary_starts(domain, seed, &mut starts);
         if !self.pending_set.explore_next()
             && let Some(w) = self
                 .pending_set

@@ -105,10 +105,24 @@ pub trait BanditAgent {
     /// [`BanditAgent::pending`]). Deterministic for given options, observations and pending
     /// points.
     ///
-    /// What is certified: the point lies in the box, and its UCB (as
-    /// [`crate::bound::ConfidenceBound::evaluate`] computes it) is at least that of every start
-    /// scored ([`UcbAgent::next_starts`]) that is not pending, to rounding: evaluate's value at
-    /// a point can differ in the last bits with the batch it is computed in. It is a local maximiser refined from the best starts, not a certified global
+    /// What is certified depends on the rule ([`Choice::rule`]); in every case the point lies
+    /// in the box, and "to rounding" means that a value at a point can differ in the last
+    /// bits with the batch it is computed in:
+    /// - a UCB point ([`Rule::Ucb`]) has a UCB (as
+    ///   [`crate::bound::ConfidenceBound::evaluate`] computes it) at least that of every start
+    ///   scored ([`UcbAgent::next_starts`]: space-filling points, the box's corners and face
+    ///   centres) that is not pending, to rounding;
+    /// - an exploration point ([`Rule::Exploration`]) is not
+    ///   pending, lies in the relevant region {U + (U − μ) ≥ max L} with the threshold taken
+    ///   over the starts, and has a variance given the pending points at least that of every
+    ///   start that is admissible (in that region and not pending), to rounding. Its UCB is
+    ///   *not* bounded below by the starts': it is the variance that is maximised, and its UCB
+    ///   is typically below the best start's (the best UCB point is the one already pending).
+    ///   Only in a box that is a single point, where every start is pending, is that point
+    ///   repeated.
+    ///
+    /// The point is a local maximiser of the rule's objective refined from the best starts
+    /// ([`Choice::converged`] says whether that refinement converged), not a certified global
     /// one; more starts make a miss less likely.
     ///
     /// # Errors

@@ -170,6 +170,8 @@ impl<R: Rng> RandomAgent<R> {
             point,
             ucb: f64::INFINITY,
             rule: Rule::Random,
+            converged: false,
+            iterations: 0,
         }
     }
 }

@@ -8,6 +8,8 @@ use crate::common::dense_variance;
 use dense_variance::posterior_variance;
 use kernel_bandits::points::AsPoints;
 use kernel_bandits::prelude::*;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 fn params() -> BoundParams {
     BoundParams::new()
@@ -275,5 +277,303 @@ fn ucb_point_avoids_pending_points_and_single_point_boxes_repeat() {
     assert_eq!(
         (batch[0].rule, batch[1].rule),
         (Rule::Ucb, Rule::Exploration)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Local maximisers on anisotropic problems and maxima on faces and corners (issue 36, findings
+// 4 and 8), against brute-force references on `evaluate`: 1-D searches along each coordinate
+// through the point returned, dense uniform samples and every corner of the box.
+// ---------------------------------------------------------------------------------------------
+
+/// A smooth test function of the unit coordinates of `domain` (one bump and a ripple per
+/// coordinate), so that the data look alike whatever the box.
+fn unit_f(domain: &BoxDomain, x: &[f64]) -> f64 {
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let u = (v - domain.lo()[i]) / (domain.hi()[i] - domain.lo()[i]);
+            (-(u - 0.37).powi(2) / 0.02).exp() + 0.3 * ((5.0 + i as f64) * u).sin()
+        })
+        .sum()
+}
+
+/// AMM with an ARD RBF of length-scales `lengthscales` after `n` observations of [`unit_f`] at
+/// space-filling points of `domain` (seed 7), B = 10, σ = 0.1.
+fn ard_agent(domain: &BoxDomain, lengthscales: &[f64], n: usize) -> UcbAgent<Amm<FittedKernel>> {
+    let kernel = FittedKernel::per_dimension(KernelFamily::Rbf, lengthscales, 1.0).unwrap();
+    let params = BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(10.0)
+        .delta(0.05)
+        .scale(1.0);
+    let mut agent = UcbAgent::new(Amm::new(kernel, params).unwrap());
+    let d = domain.dim();
+    for x in domain.space_filling(n, 7).chunks_exact(d) {
+        agent.update(x, unit_f(domain, x)).unwrap();
+    }
+    agent
+}
+
+/// What a brute-force check of a point against the UCB finds: the largest projected gradient
+/// in unit coordinates (∂U/∂uᵢ = (hiᵢ − loᵢ) ∂U/∂xᵢ, zeroed where it points out of the box at
+/// a bound) relative to max(1, |U|, |∂²U/∂uᵢ²|) (so that, along a stiff coordinate, it bounds
+/// the distance to the 1-D maximiser in unit coordinates), and the best value and its coordinate of a dense 1-D
+/// search along each coordinate through the point (4001 points over a window of ±`window` in
+/// unit coordinates, clipped to the box).
+struct LineCheck {
+    projected_gradient: f64,
+    best_on_lines: f64,
+    best_coordinate: usize,
+}
+
+fn line_check(
+    bound: &dyn ConfidenceBound,
+    domain: &BoxDomain,
+    x: &[f64],
+    window: f64,
+) -> LineCheck {
+    let d = domain.dim();
+    let (u0, g) = bound.ucb_gradient(x).unwrap();
+    let mut projected_gradient: f64 = 0.0;
+    for i in 0..d {
+        let (lo, hi) = (domain.lo()[i], domain.hi()[i]);
+        let width = hi - lo;
+        let gu = g[i] * width;
+        let pg = if (x[i] <= lo && gu < 0.0) || (x[i] >= hi && gu > 0.0) {
+            0.0
+        } else {
+            gu
+        };
+        // |∂²U/∂uᵢ²| by a central difference of the gradient over ±10⁻⁶ (unit coordinates),
+        // one-sided at a bound.
+        let h = 1e-6 * width;
+        let (a, b) = ((x[i] - h).max(lo), (x[i] + h).min(hi));
+        let at = |v: f64| {
+            let mut y = x.to_vec();
+            y[i] = v;
+            bound.ucb_gradient(&y).unwrap().1[i] * width
+        };
+        let curvature = ((at(b) - at(a)) / ((b - a) / width)).abs();
+        projected_gradient = projected_gradient.max(pg.abs() / u0.abs().max(curvature).max(1.0));
+    }
+    let mut best_on_lines = f64::NEG_INFINITY;
+    let mut best_coordinate = 0;
+    for i in 0..d {
+        let (lo, hi) = (domain.lo()[i], domain.hi()[i]);
+        let width = hi - lo;
+        let mut line = Vec::with_capacity(4001 * d);
+        for k in 0..4001 {
+            let s = -1.0 + 2.0 * k as f64 / 4000.0;
+            let mut y = x.to_vec();
+            y[i] = (x[i] + s * window * width).clamp(lo, hi);
+            line.extend_from_slice(&y);
+        }
+        let best = ucb_at(bound, &line, d)
+            .into_iter()
+            .fold(f64::NEG_INFINITY, f64::max);
+        if best > best_on_lines {
+            best_on_lines = best;
+            best_coordinate = i;
+        }
+    }
+    LineCheck {
+        projected_gradient,
+        best_on_lines,
+        best_coordinate,
+    }
+}
+
+/// DMM with Matérn 5/2 (ℓ = 0.5), σ = 0.1, B = 10 (the report's setting), after `t`
+/// observations of [`f`] at space-filling points of the unit cube (seed 11): the width grows
+/// towards the boundary, where the data have fewer neighbours, and the UCB's maximiser is often
+/// on a face or at a corner.
+fn boundary_agent(d: usize, t: usize) -> UcbAgent<Dmm<Matern>> {
+    let params = BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(10.0)
+        .delta(0.05)
+        .scale(1.0);
+    let mut agent = UcbAgent::new(Dmm::new(Matern::new(2.5, 0.5).unwrap(), params).unwrap());
+    let points = BoxDomain::unit(d).unwrap().space_filling(t, 11);
+    for x in points.chunks_exact(d) {
+        agent.update(x, f(x)).unwrap();
+    }
+    agent
+}
+
+/// The largest UCB of `n` uniform points of the unit cube (ChaCha8, `seed`), scored in
+/// batches of 10⁴, and the largest UCB over every corner of the cube.
+fn uniform_and_corner_best(
+    bound: &dyn ConfidenceBound,
+    d: usize,
+    n: usize,
+    seed: u64,
+) -> (f64, f64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut best_uniform = f64::NEG_INFINITY;
+    let mut left = n;
+    while left > 0 {
+        let m = left.min(10_000);
+        let points: Vec<f64> = (0..m * d).map(|_| rng.random::<f64>()).collect();
+        best_uniform = ucb_at(bound, &points, d)
+            .into_iter()
+            .fold(best_uniform, f64::max);
+        left -= m;
+    }
+    let corners: Vec<f64> = (0..1usize << d)
+        .flat_map(|k| (0..d).map(move |j| ((k >> j) & 1) as f64))
+        .collect();
+    let best_corner = ucb_at(bound, &corners, d)
+        .into_iter()
+        .fold(f64::NEG_INFINITY, f64::max);
+    (best_uniform, best_corner)
+}
+
+/// select_in on the unit cube, d = 1…`max_d`, against `n` uniform points and every corner:
+/// its UCB is at least the best of them (to 10⁻¹² relative: rounding).
+fn check_boundary_maxima(t: usize, max_d: usize, n: usize) {
+    let mut misses = Vec::new();
+    for d in 1..=max_d {
+        let domain = BoxDomain::unit(d).unwrap();
+        let mut agent = boundary_agent(d, t);
+        let choice = agent.select_in(&domain).unwrap();
+        let (uniform, corner) = uniform_and_corner_best(agent.bound(), d, n, 1000 + d as u64);
+        let on_boundary = choice
+            .point
+            .iter()
+            .filter(|&&v| v == 0.0 || v == 1.0)
+            .count();
+        println!(
+            "d = {d}, t = {t}: select_in {:.6} ({on_boundary} of {d} coordinates on a bound), \
+             best of {n} uniform {uniform:.6}, best corner {corner:.6}",
+            choice.ucb
+        );
+        let floor = uniform.max(corner);
+        if choice.ucb < floor - 1e-12 * floor.abs() {
+            misses.push(format!(
+                "d = {d}: select_in {} < max(uniform {uniform}, corner {corner}) at {:?}",
+                choice.ucb, choice.point
+            ));
+        }
+    }
+    assert!(misses.is_empty(), "{misses:#?}");
+}
+
+/// Finding 8 of issue 36: maxima on the box's faces and corners, which space-filling starts
+/// only approach, are reached (d = 1…6, t = 100, 10⁵ uniform points). Without the corners
+/// among the starts, d = 3 returned 5.48079 where the corner (0, 0, 0) scores 5.48195.
+#[test]
+fn select_in_reaches_maxima_on_faces_and_corners() {
+    check_boundary_maxima(100, 6, 100_000);
+}
+
+/// The same at t = 300 and 1000 (release only). Without the corners among the starts, d = 4
+/// returned 5.7126 at t = 300 where a corner scores 5.7657, and 5.3240 at t = 1000 where one
+/// scores 5.5648.
+#[test]
+#[ignore = "heavy: DMM at t = 300 and 1000 against 10^5 uniform points per dimension; run with --release -- --ignored"]
+fn select_in_reaches_maxima_on_faces_and_corners_at_larger_t() {
+    check_boundary_maxima(300, 6, 100_000);
+    check_boundary_maxima(1000, 6, 100_000);
+}
+
+/// Why `choice` is not a local maximiser of the UCB over the box to tolerance: its
+/// refinement converged, its projected gradient in unit coordinates is at most
+/// 10⁻⁶·max(1, |U|, |∂²U/∂uᵢ²|) in each coordinate, and a
+/// dense 1-D search along each coordinate through it (±1 % of the width, 4001 points) finds
+/// nothing above it by more than 10⁻¹²|U| (rounding); `None` if it is one.
+fn local_maximiser_failure(
+    bound: &dyn ConfidenceBound,
+    domain: &BoxDomain,
+    choice: &Choice,
+    what: &str,
+) -> Option<String> {
+    let check = line_check(bound, domain, &choice.point, 1e-2);
+    let scale = choice.ucb.abs().max(1.0);
+    let ok = choice.converged
+        && check.projected_gradient <= 1e-6
+        && check.best_on_lines <= choice.ucb + 1e-12 * scale;
+    (!ok).then(|| {
+        format!(
+            "{what}: UCB {} at {:?} (converged {}, {} iterations): projected gradient {:.3e} \
+             (relative) in unit coordinates; the line along coordinate {} reaches {} (+{:.3e})",
+            choice.ucb,
+            choice.point,
+            choice.converged,
+            choice.iterations,
+            check.projected_gradient,
+            check.best_coordinate,
+            check.best_on_lines,
+            check.best_on_lines - choice.ucb
+        )
+    })
+}
+
+/// Finding 4 of issue 36: on the box [0, 1000] × [0, 10⁻³] with an ARD RBF of length-scales
+/// (5, 10⁻³), and on the unit square with (0.005, 1), the curvatures of the UCB in unit
+/// coordinates are about 4·10⁴ apart; PANOC alone stopped at points that were not local
+/// maximisers (projected gradients up to 0.23·|U|, lines through the point reaching 10⁻⁴
+/// higher). select_in must return a local maximiser, after 10, 20, 40 and 80 observations.
+#[test]
+fn select_in_finds_local_maximisers_on_anisotropic_problems() {
+    let cases: [(&[f64], &[f64], &[f64]); 2] = [
+        (&[0.0, 0.0], &[1000.0, 1e-3], &[5.0, 1e-3]),
+        (&[0.0, 0.0], &[1.0, 1.0], &[0.005, 1.0]),
+    ];
+    let mut failures = Vec::new();
+    for (lo, hi, lengthscales) in cases {
+        let domain = BoxDomain::new(lo, hi).unwrap();
+        for n in [10, 20, 40, 80] {
+            let mut agent = ard_agent(&domain, lengthscales, n);
+            let choice = agent.select_in(&domain).unwrap();
+            failures.extend(local_maximiser_failure(
+                agent.bound(),
+                &domain,
+                &choice,
+                &format!("box {hi:?}, length-scales {lengthscales:?}, n = {n}"),
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 8: {failures:#?}",
+        failures.len()
+    );
+}
+
+/// Random ARD problems (seeded): d = 1…6, boxes of widths 10⁻³ to 10³ at random offsets,
+/// length-scales 10^−2.5 to 1 times the width of their coordinate, 10·d observations:
+/// select_in returns a local maximiser in each of 12.
+#[test]
+fn select_in_finds_local_maximisers_on_random_ard_problems() {
+    let mut rng = ChaCha8Rng::seed_from_u64(36);
+    let mut failures = Vec::new();
+    for case in 0..12 {
+        let d = 1 + case % 6;
+        let mut lo = Vec::new();
+        let mut hi = Vec::new();
+        let mut lengthscales = Vec::new();
+        for _ in 0..d {
+            let width = 10f64.powf(rng.random_range(-3.0..3.0));
+            let offset = rng.random_range(-10.0..10.0) * width;
+            lo.push(offset);
+            hi.push(offset + width);
+            lengthscales.push(width * 10f64.powf(rng.random_range(-2.5..0.0)));
+        }
+        let domain = BoxDomain::new(&lo, &hi).unwrap();
+        let mut agent = ard_agent(&domain, &lengthscales, 10 * d);
+        let choice = agent.select_in(&domain).unwrap();
+        failures.extend(local_maximiser_failure(
+            agent.bound(),
+            &domain,
+            &choice,
+            &format!("case {case}: box {lo:?} to {hi:?}, length-scales {lengthscales:?}"),
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of 12: {failures:#?}",
+        failures.len()
     );
 }
