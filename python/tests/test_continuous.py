@@ -543,7 +543,9 @@ def test_select_in_finds_the_ucb_maximiser_of_a_smooth_1d_problem(name):
     assert starts[64:, 0].tolist() == [-0.2, 1.3]
     c = agent.select_in(dom)
     assert c.rule == "ucb" and dom.contains(c.point) and c.point.shape == (1,)
-    assert c.converged and c.iterations >= 1
+    # A converged refinement; here the maximiser is an end of the segment, where an end start
+    # already lies, so its refinement may converge in 0 iterations.
+    assert c.converged
     # Its UCB is the bound's at the point (to rounding: a value can differ in the last bits
     # with the batch it is computed in) ...
     assert c.ucb == pytest.approx(agent.bounds(c.point[None, :])[2][0], rel=1e-13, abs=1e-15)
