@@ -471,7 +471,7 @@ fn mixture_params(
     sigma: f64,
     norm_bound: f64,
     delta: f64,
-    scale: f64,
+    scale: Option<f64>,
     lambda: Option<f64>,
     eta: Option<f64>,
     horizon: Option<usize>,
@@ -479,8 +479,10 @@ fn mixture_params(
     let mut p = BoundParams::new()
         .sigma(sigma)
         .norm_bound(norm_bound)
-        .delta(delta)
-        .scale(scale);
+        .delta(delta);
+    if let Some(c) = scale {
+        p = p.scale(c);
+    }
     if let Some(l) = lambda {
         p = p.lambda(l);
     }
@@ -499,10 +501,11 @@ fn mixture_spec(
     sigma: f64,
     norm_bound: f64,
     delta: f64,
-    scale: f64,
+    scale: Option<f64>,
 ) -> String {
+    let scale = scale.map_or_else(|| "None".to_string(), |c| format!("{c:?}"));
     format!(
-        "{class}({}, sigma={sigma:?}, norm_bound={norm_bound:?}, delta={delta:?}, scale={scale:?})",
+        "{class}({}, sigma={sigma:?}, norm_bound={norm_bound:?}, delta={delta:?}, scale={scale})",
         kernel.repr
     )
 }
@@ -517,13 +520,13 @@ macro_rules! mixture_bound {
         #[pymethods]
         impl $class {
             #[new]
-            #[pyo3(signature = (kernel, *, sigma = 0.1, norm_bound = 10.0, delta = 0.01, scale = 1.0, horizon = None))]
+            #[pyo3(signature = (kernel, *, sigma = 0.1, norm_bound = 10.0, delta = 0.01, scale = None, horizon = None))]
             fn new(
                 kernel: PyRef<'_, Kernel>,
                 sigma: f64,
                 norm_bound: f64,
                 delta: f64,
-                scale: f64,
+                scale: Option<f64>,
                 horizon: Option<usize>,
             ) -> PyResult<(Self, PyBound)> {
                 let params = mixture_params(sigma, norm_bound, delta, scale, None, None, horizon);
@@ -541,7 +544,11 @@ mixture_bound!(
     ///
     /// Parameters: σ (`sigma`, an upper bound on the noise's sub-Gaussian scale), B
     /// (`norm_bound`, ‖f‖_H ≤ B), δ (`delta`), c (`scale`, the mixture's covariance scale; the
-    /// paper uses c = T^{−d/(2d+2ν)} for Matérn kernels, see `paper_defaults`). `horizon` is
+    /// paper uses c = T^{−d/(2d+2ν)} for Matérn kernels, see `paper_defaults`). With
+    /// `scale=None` (the default) c is adaptive: chosen from the grid 10^{−j/2}, j = 0…8, by a
+    /// union bound that keeps the guarantee for the whole run (δ/9 per grid point); AMM takes
+    /// the c of least leave-one-out width, re-chosen when t doubles, DMM and CMM the c of
+    /// smallest radius R_t (the marginal likelihood's choice of output scale). `horizon` is
     /// accepted for symmetry with `Igp` and not used.
     Amm, RsAmm, Amm
 );
@@ -579,11 +586,19 @@ impl Ay {
         lambda_: Option<f64>,
         horizon: Option<usize>,
     ) -> PyResult<(Self, PyBound)> {
-        let params = mixture_params(sigma, norm_bound, delta, scale, lambda_, None, horizon);
+        let params = mixture_params(
+            sigma,
+            norm_bound,
+            delta,
+            Some(scale),
+            lambda_,
+            None,
+            horizon,
+        );
         let inner = PyAnyBound::Plain(AnyBound::Ay(
             RsAy::new(kernel.inner.clone(), params).or_raise()?,
         ));
-        let mut spec = mixture_spec("Ay", &kernel, sigma, norm_bound, delta, scale);
+        let mut spec = mixture_spec("Ay", &kernel, sigma, norm_bound, delta, Some(scale));
         if let Some(l) = lambda_ {
             spec.insert_str(spec.len() - 1, &format!(", lambda_={l:?}"));
         }
@@ -611,11 +626,11 @@ impl Igp {
         eta: Option<f64>,
         horizon: Option<usize>,
     ) -> PyResult<(Self, PyBound)> {
-        let params = mixture_params(sigma, norm_bound, delta, scale, None, eta, horizon);
+        let params = mixture_params(sigma, norm_bound, delta, Some(scale), None, eta, horizon);
         let inner = PyAnyBound::Plain(AnyBound::Igp(
             RsIgp::new(kernel.inner.clone(), params).or_raise()?,
         ));
-        let mut spec = mixture_spec("Igp", &kernel, sigma, norm_bound, delta, scale);
+        let mut spec = mixture_spec("Igp", &kernel, sigma, norm_bound, delta, Some(scale));
         let extra = match (eta, horizon) {
             (Some(e), _) => format!(", eta={e:?}"),
             (None, Some(h)) => format!(", horizon={h}"),

@@ -54,7 +54,7 @@ pub use gp_ucb::{GpUcb, InformationGain};
 pub use igp::Igp;
 pub use k_ucb::KUcb;
 pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};
-pub use params::{BoundParams, CheckedParams, paper_scale};
+pub use params::{BoundParams, CheckedParams, SCALE_GRID, paper_scale};
 pub use sketch::{BatchFeedback, SketchParams};
 
 pub use crate::posterior::ArmSetInfo;
@@ -657,7 +657,56 @@ forward_bound!(Box<B>, &mut B);
 /// does ([`exact_evaluate`], [`exact_argmax`]), with the widths `W` of the posterior's
 /// regularisers and the mean of regulariser `M` (`b` is the bound).
 macro_rules! forward_posterior {
+    (|$b:ident| widths: $widths:expr, mean: $mean:expr, then: $then:ident, $removed:ident) => {
+        forward_posterior!(|$b| widths: $widths, mean: $mean; queries);
+        fn observe(&mut self, x: &[f64], y: f64) -> $crate::error::Result<()> {
+            self.posterior.observe(x, y)?;
+            self.$then();
+            Ok(())
+        }
+        fn len(&self) -> usize {
+            self.posterior.len()
+        }
+        fn dim(&self) -> Option<usize> {
+            self.posterior.dim()
+        }
+        fn observe_many(
+            &mut self,
+            points: &$crate::points::Points<'_>,
+            targets: &[f64],
+        ) -> $crate::error::Result<()> {
+            self.posterior.observe_many(points, targets)?;
+            self.$then();
+            Ok(())
+        }
+        fn fix_arms(
+            &mut self,
+            arms: &$crate::points::Points<'_>,
+            memory_limit: Option<usize>,
+        ) -> $crate::error::Result<bool> {
+            self.posterior.fix_arms(arms, memory_limit)
+        }
+        fn release_arms(&mut self) {
+            self.posterior.release_arms()
+        }
+        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
+            self.posterior.fixed_arms()
+        }
+        fn truncate(&mut self, len: usize) {
+            self.posterior.truncate(len);
+            self.$removed();
+        }
+        fn remove_oldest(&mut self) -> $crate::error::Result<()> {
+            self.posterior.remove_oldest();
+            self.$removed();
+            Ok(())
+        }
+    };
     (|$b:ident| widths: $widths:expr, mean: $mean:expr) => {
+        forward_posterior!(|$b| widths: $widths, mean: $mean; queries);
+        forward_posterior!();
+    };
+    (|$b:ident| widths: $widths:expr, mean: $mean:expr; queries) => {
         fn evaluate(
             &self,
             points: &$crate::points::Points<'_>,
@@ -685,7 +734,6 @@ macro_rules! forward_posterior {
             let $b = self;
             $crate::bound::exact_pending_variance(&self.posterior, $mean, pending)
         }
-        forward_posterior!();
     };
     () => {
         forward_posterior!(without truncate);

@@ -405,19 +405,41 @@ impl<K: Kernel> ExactPosterior<K> {
     /// # Errors
     /// As [`ExactPosterior::observe_many`].
     pub(crate) fn refactorise(&mut self) -> Result<()> {
+        let regularisers: Vec<f64> = self.regularisers().collect();
+        self.refactorise_with(&regularisers)
+    }
+
+    /// Replaces the regularisers by `regularisers` (finite and positive, at least one) and
+    /// computes their factors from the stored observations, with the fixed arm set's columns, as
+    /// [`ExactPosterior::refactorise`] does; on failure nothing changes.
+    ///
+    /// # Errors
+    /// As [`ExactPosterior::new`] and [`ExactPosterior::observe_many`].
+    pub(crate) fn refactorise_with(&mut self, regularisers: &[f64]) -> Result<()> {
+        if regularisers.is_empty() {
+            return Err(Error::InvalidParameter {
+                name: "regularisers",
+                value: 0.0,
+                expected: "at least one regulariser",
+            });
+        }
+        let fresh = regularisers
+            .iter()
+            .map(|&a| positive("regulariser", a).map(CholeskyFactor::new))
+            .collect::<Result<Vec<_>>>()?;
         let dim = self.dim.unwrap_or(0);
         if self.is_empty() {
+            self.factors = fresh;
+            if let Some(set) = self.fixed.take() {
+                let arms = Points::from_row_major(set.points(), set.dim())?;
+                self.fix_arms(&arms, set.memory_limit())?;
+            }
             return Ok(());
         }
         let inputs = std::mem::take(&mut self.inputs);
         let targets = std::mem::take(&mut self.targets);
         let fixed = self.fixed.take();
-        let old: Vec<CholeskyFactor> = self
-            .factors
-            .iter()
-            .map(|f| CholeskyFactor::new(f.regulariser()))
-            .collect();
-        let old = std::mem::replace(&mut self.factors, old);
+        let old = std::mem::replace(&mut self.factors, fresh);
         let points = Points::from_row_major(&inputs, dim)?;
         let rebuilt = self.observe_many(&points, &targets);
         let refixed = match (&rebuilt, &fixed) {

@@ -5,6 +5,7 @@
 mod common;
 
 mod adaptive_norm;
+mod adaptive_scale;
 mod argmax_pruning;
 mod bad_input;
 mod batch_pending;

@@ -41,9 +41,11 @@ pub struct BoundsArgs {
     bound: BoundKind,
     #[command(flatten)]
     assumptions: Assumptions,
-    /// c: covariance scale of the martingale mixture (a0 = σ²/c).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    scale: f64,
+    /// c: covariance scale of the martingale mixture (a0 = σ²/c) [default: adaptive: AMM, DMM
+    /// and CMM choose it from the grid 10^{-j/2}, j = 0..8, paying ln 9 in the radius; AY and IGP
+    /// use c = 1].
+    #[arg(long, allow_negative_numbers = true)]
+    scale: Option<f64>,
     /// λ for AY-GP-UCB [default: σ²/c].
     #[arg(long, allow_negative_numbers = true)]
     lambda: Option<f64>,
@@ -107,8 +109,10 @@ fn params(args: &BoundsArgs, sigma: f64, norm_bound: f64) -> BoundParams {
         .apply(BoundParams::new())
         .sigma(sigma)
         .norm_bound(norm_bound)
-        .scale(args.scale)
         .eta(args.eta);
+    if let Some(scale) = args.scale {
+        params = params.scale(scale);
+    }
     if let Some(lambda) = args.lambda {
         params = params.lambda(lambda);
     }
