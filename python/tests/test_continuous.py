@@ -93,10 +93,10 @@ def test_bad_box_domains_are_refused(lo, hi, error):
 
 GRADIENT_KERNELS = {
     "rbf": kb.Rbf(0.4),
-    "matern-1/2": kb.Matern(0.5, 0.4),
-    "matern-3/2": kb.Matern(1.5, 0.4),
-    "matern-5/2": kb.Matern(2.5, 0.4),
-    "matern-3.7": kb.Matern(3.7, 0.4),
+    "matern-1/2": kb.Matern(nu=0.5, lengthscale=0.4),
+    "matern-3/2": kb.Matern(nu=1.5, lengthscale=0.4),
+    "matern-5/2": kb.Matern(nu=2.5, lengthscale=0.4),
+    "matern-3.7": kb.Matern(nu=3.7, lengthscale=0.4),
     "linear": kb.Linear(bias=0.5),
     "scaled": 2.5 * kb.Rbf(0.3),
     "sum": kb.Rbf(0.3) + kb.Rbf(1.2),
