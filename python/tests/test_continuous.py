@@ -407,10 +407,13 @@ def test_not_pending_error():
     before = agent.to_bytes()
     with pytest.raises(kb.NotPendingError, match="not a pending evaluation"):
         agent.withdraw(ARMS[3])
-    # Bitwise: a point one ulp away is another point.
+    # Beyond the relative tolerance 1e-5 (per coordinate) a point is another point; within it
+    # (one ulp away) it is the same one.
     with pytest.raises(kb.NotPendingError):
-        agent.withdraw(np.nextafter(ARMS[2], 1.0))
+        agent.withdraw(ARMS[2] * (1 + 2e-5))
     assert agent.to_bytes() == before
+    agent.withdraw(np.nextafter(ARMS[2], 1.0))
+    assert agent.pending_len == 0
 
 
 AGENTS = {

@@ -271,19 +271,21 @@ impl PendingSet {
 /// other. The bitwise-equal match is tried first, then the nearest one.
 pub const PENDING_TOLERANCE: f64 = 1e-5;
 
-/// max over coordinates of |aᵢ − bᵢ| / max(|aᵢ|, |bᵢ|) (0 where both are ±0).
+/// max over coordinates of |aᵢ − bᵢ| / max(|aᵢ|, |bᵢ|) (0 where both are ±0); +∞ if a
+/// coordinate is NaN or infinite, so that such a point resolves nothing (`f64::max` would drop a
+/// NaN).
 fn relative_distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter()
-        .zip(b)
-        .map(|(p, x)| {
-            let scale = p.abs().max(x.abs());
-            if scale == 0.0 {
-                0.0
-            } else {
-                (p - x).abs() / scale
-            }
-        })
-        .fold(0.0, f64::max)
+    let mut largest = 0.0_f64;
+    for (p, x) in a.iter().zip(b) {
+        if !(p.is_finite() && x.is_finite()) {
+            return f64::INFINITY;
+        }
+        let scale = p.abs().max(x.abs());
+        if scale > 0.0 {
+            largest = largest.max((p - x).abs() / scale);
+        }
+    }
+    largest
 }
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {

@@ -451,6 +451,13 @@ fn updates_resolve_pending_points_within_the_documented_tolerance() {
         assert_eq!(agent.pending_len(), 1, "{x:?} resolved {p:?}");
         assert!(matches!(agent.withdraw(&x), Err(Error::NotPending { .. })));
     }
+    // A NaN coordinate resolves nothing (a NaN would vanish from a max over coordinates).
+    let mut agent = agent_after(5);
+    agent.pending(&p).unwrap();
+    for x in [[f64::NAN, p[1]], [p[0], f64::INFINITY]] {
+        assert!(matches!(agent.withdraw(&x), Err(Error::NotPending { .. })));
+    }
+    assert_eq!(agent.pending_len(), 1);
     let mut agent = agent_after(5);
     agent.pending(&[0.0, 0.5]).unwrap();
     agent.update(&[-0.0, 0.5], 0.5).unwrap();
