@@ -77,7 +77,7 @@ impl PyAnyBound {
         self.plain().params()
     }
 
-    /// ", sigma=…, norm_bound=…, delta=…, scale=…" for the mixture bounds, else "".
+    /// "sigma=…, norm_bound=…, delta=…, scale=…" for the mixture bounds, else "".
     pub fn params_repr(&self) -> String {
         self.params().map_or_else(String::new, |p| {
             format!(
