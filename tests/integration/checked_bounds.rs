@@ -57,7 +57,9 @@ fn data_radius_sq(x: &[[f64; 2]], y: &[f64]) -> f64 {
 
 /// The points where LCB > UCB or either is NaN, from the values alone.
 fn crossed_by_hand(b: &Bounds) -> Vec<usize> {
-    (0..b.len()).filter(|&j| !(b.lcb[j] <= b.ucb[j])).collect()
+    (0..b.len())
+        .filter(|&j| b.lcb[j] > b.ucb[j] || b.lcb[j].is_nan() || b.ucb[j].is_nan())
+        .collect()
 }
 
 fn check_refuted(checked: &CheckedBounds, plain: &Bounds, what: &str) {
