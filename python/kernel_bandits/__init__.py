@@ -80,6 +80,7 @@ from ._core import (
     make_bound,
     paper_defaults,
 )
+from ._values import BoundValues, MisspecificationWarning, PendingWarning
 
 __all__ = [
     "AdaptiveNorm",
@@ -89,6 +90,7 @@ __all__ = [
     "Bkb",
     "Bound",
     "BoundGradient",
+    "BoundValues",
     "BoxDomain",
     "Certificate",
     "Choice",
@@ -109,6 +111,7 @@ __all__ = [
     "LikelihoodGradient",
     "Linear",
     "Matern",
+    "MisspecificationWarning",
     "MisspecifiedError",
     "NoArmsError",
     "NoiseEstimate",
@@ -116,6 +119,7 @@ __all__ = [
     "NormDoubling",
     "NotPendingError",
     "NumericalError",
+    "PendingWarning",
     "RandomAgent",
     "Rbf",
     "RegretTrace",

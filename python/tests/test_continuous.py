@@ -93,10 +93,10 @@ def test_bad_box_domains_are_refused(lo, hi, error):
 
 GRADIENT_KERNELS = {
     "rbf": kb.Rbf(0.4),
-    "matern-1/2": kb.Matern(0.5, 0.4),
-    "matern-3/2": kb.Matern(1.5, 0.4),
-    "matern-5/2": kb.Matern(2.5, 0.4),
-    "matern-3.7": kb.Matern(3.7, 0.4),
+    "matern-1/2": kb.Matern(nu=0.5, lengthscale=0.4),
+    "matern-3/2": kb.Matern(nu=1.5, lengthscale=0.4),
+    "matern-5/2": kb.Matern(nu=2.5, lengthscale=0.4),
+    "matern-3.7": kb.Matern(nu=3.7, lengthscale=0.4),
     "linear": kb.Linear(bias=0.5),
     "scaled": 2.5 * kb.Rbf(0.3),
     "sum": kb.Rbf(0.3) + kb.Rbf(1.2),
@@ -407,10 +407,13 @@ def test_not_pending_error():
     before = agent.to_bytes()
     with pytest.raises(kb.NotPendingError, match="not a pending evaluation"):
         agent.withdraw(ARMS[3])
-    # Bitwise: a point one ulp away is another point.
+    # Beyond the relative tolerance 1e-5 (per coordinate) a point is another point; within it
+    # (one ulp away) it is the same one.
     with pytest.raises(kb.NotPendingError):
-        agent.withdraw(np.nextafter(ARMS[2], 1.0))
+        agent.withdraw(ARMS[2] * (1 + 2e-5))
     assert agent.to_bytes() == before
+    agent.withdraw(np.nextafter(ARMS[2], 1.0))
+    assert agent.pending_len == 0
 
 
 AGENTS = {

@@ -171,6 +171,26 @@ impl PendingSet {
         self.position(x).is_some()
     }
 
+    /// The pending point an observation or a withdrawal at `x` resolves: the first one bitwise
+    /// equal, else the nearest one (largest relative coordinate difference, the oldest among
+    /// ties) that agrees with `x` to [`PENDING_TOLERANCE`] in every coordinate.
+    fn resolving(&self, x: &[f64]) -> Option<usize> {
+        if let Some(i) = self.position(x) {
+            return Some(i);
+        }
+        if x.len() != self.dim {
+            return None;
+        }
+        let mut best: Option<(f64, usize)> = None;
+        for i in 0..self.len() {
+            let distance = relative_distance(self.point(i), x);
+            if distance <= PENDING_TOLERANCE && best.is_none_or(|(d, _)| distance < d) {
+                best = Some((distance, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
     /// Adds `x` (checked finite by the caller). It is the pending UCB point if it is the last
     /// UCB point handed out and no UCB point is pending yet (one is in flight at a time).
     ///
@@ -197,9 +217,10 @@ impl PendingSet {
         Ok(())
     }
 
-    /// Removes the first pending point bitwise equal to `x`; whether there was one.
+    /// Removes the pending point `x` resolves (bitwise equal, else the nearest within
+    /// [`PENDING_TOLERANCE`]); whether there was one.
     pub(crate) fn remove(&mut self, x: &[f64]) -> bool {
-        match self.position(x) {
+        match self.resolving(x) {
             Some(i) => {
                 self.points.drain(i * self.dim..(i + 1) * self.dim);
                 self.ucb.remove(i);
@@ -238,6 +259,33 @@ impl PendingSet {
         }
         Ok(())
     }
+}
+
+/// The relative tolerance within which [`BanditAgent::update`] and [`BanditAgent::withdraw`]
+/// resolve a pending point that is not bitwise equal to the one given: every coordinate must
+/// agree to |xᵢ − pᵢ| ≤ 10⁻⁵·max(|xᵢ|, |pᵢ|). That absorbs what a point suffers on its way to
+/// a worker and back (a float32 round trip, 2⁻²⁴ ≈ 6·10⁻⁸; printing with 6 significant
+/// digits, at most 5·10⁻⁶), while two points a search hands out are far further apart (the
+/// exploration rule maximises the variance given the pending points). Per coordinate and
+/// relative, so it does not depend on units; a coordinate that is 0 in one must be ±0 in the
+/// other. The bitwise-equal match is tried first, then the nearest one.
+pub const PENDING_TOLERANCE: f64 = 1e-5;
+
+/// max over coordinates of |aᵢ − bᵢ| / max(|aᵢ|, |bᵢ|) (0 where both are ±0); +∞ if a
+/// coordinate is NaN or infinite, so that such a point resolves nothing (`f64::max` would drop a
+/// NaN).
+fn relative_distance(a: &[f64], b: &[f64]) -> f64 {
+    let mut largest = 0.0_f64;
+    for (p, x) in a.iter().zip(b) {
+        if !(p.is_finite() && x.is_finite()) {
+            return f64::INFINITY;
+        }
+        let scale = p.abs().max(x.abs());
+        if scale > 0.0 {
+            largest = largest.max((p - x).abs() / scale);
+        }
+    }
+    largest
 }
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {

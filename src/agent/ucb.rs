@@ -311,7 +311,9 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
         Ok(best)
     }
 
-    /// Absorbs the reward; if `x` is pending (bitwise), it is resolved.
+    /// Absorbs the reward at `x` as given; if `x` is pending (bitwise, else within the relative
+    /// [`super::PENDING_TOLERANCE`] of the nearest pending point), that pending point is
+    /// resolved.
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
         if let Some(expected) = self.pending_set.dim()
             && self.bound.dim().is_none()

@@ -429,6 +429,9 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn diagnostics(&self) -> Diagnostics {
         self.inner.diagnostics()
     }
+    fn observations(&self) -> Result<super::Observations> {
+        self.inner.observations()
+    }
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         self.inner.evaluate(points)
     }

@@ -47,7 +47,7 @@ pub use amm::Amm;
 pub use ay::Ay;
 pub use bkb::Bkb;
 pub use cmm::{Certificate, Cmm, SpectralHealth};
-pub use diagnostics::Diagnostics;
+pub use diagnostics::{CheckedBounds, Diagnostics};
 pub use dmm::{DMM_GRID, Dmm};
 pub use ek_ucb::EkUcb;
 pub use gp_ucb::{GpUcb, InformationGain};
@@ -130,6 +130,54 @@ pub struct BoundGradient {
     pub lcb_gradient: Vec<f64>,
     /// ∇U(x).
     pub ucb_gradient: Vec<f64>,
+}
+
+/// The observations a bound holds, in the order it absorbed them
+/// ([`ConfidenceBound::observations`]): the inputs x_1, …, x_t row-major and the targets
+/// y_1, …, y_t. After [`ConfidenceBound::truncate`] or [`ConfidenceBound::remove_oldest`] (a
+/// sliding window) they are the ones the bound still uses.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observations {
+    /// The input dimension d (0 before the first observation).
+    pub dim: usize,
+    /// The inputs, row-major: t rows of d coordinates.
+    pub inputs: Vec<f64>,
+    /// The targets, one per input.
+    pub targets: Vec<f64>,
+}
+
+impl Observations {
+    /// The number of observations t.
+    pub fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Whether there is no observation.
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+
+    /// Input `i`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn input(&self, i: usize) -> &[f64] {
+        &self.inputs[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// The observations of an exact posterior.
+    pub(crate) fn of_exact<K: Kernel>(posterior: &ExactPosterior<K>) -> Self {
+        let t = posterior.len();
+        let mut inputs = Vec::with_capacity(t * posterior.dim().unwrap_or(0));
+        for i in 0..t {
+            inputs.extend_from_slice(posterior.input(i));
+        }
+        Self {
+            dim: posterior.dim().unwrap_or(0),
+            inputs,
+            targets: posterior.targets().to_vec(),
+        }
+    }
 }
 
 /// The posterior variance given the observations and further *pending* inputs whose targets
@@ -378,6 +426,32 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         Diagnostics::unchecked(self.len())
     }
 
+    /// [`ConfidenceBound::evaluate`] with the diagnosis beside the values (see
+    /// [`CheckedBounds`]): the points where LCB > UCB and [`ConfidenceBound::diagnostics`], so
+    /// that a caller cannot take crossed bounds, or bounds from an empty confidence set, for
+    /// confidence bounds. Costs one `diagnostics` more than `evaluate` (O(|grid|) for DMM-UCB,
+    /// O(t) for CMM-UCB on the eigendecomposition its `evaluate` needs anyway) and one pass
+    /// over the values.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::evaluate`].
+    fn evaluate_checked(&self, points: &Points<'_>) -> Result<CheckedBounds> {
+        let bounds = self.evaluate(points)?;
+        Ok(CheckedBounds::new(bounds, self.diagnostics()))
+    }
+
+    /// The observations the bound holds, in order (see [`Observations`]): what it was given,
+    /// so that a caller need not keep a copy of its own.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a bound that does not keep them (the provided method; every
+    /// bound of the crate does).
+    fn observations(&self) -> Result<Observations> {
+        Err(Error::Unsupported {
+            what: format!("reading back the observations of the {} bound", self.name()),
+        })
+    }
+
     /// Mean, LCB and UCB at each point.
     ///
     /// # Errors
@@ -527,6 +601,17 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     {
         self.evaluate(&points.as_points()?)
     }
+
+    /// [`ConfidenceBound::evaluate_checked`] on anything that can be viewed as points.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::evaluate`], plus invalid points.
+    fn bounds_checked<P: AsPoints + ?Sized>(&self, points: &P) -> Result<CheckedBounds>
+    where
+        Self: Sized,
+    {
+        self.evaluate_checked(&points.as_points()?)
+    }
 }
 
 /// Implements [`crate::snapshot::Snapshot`] for an exact bound `$ty<K>` with a `posterior`
@@ -605,6 +690,12 @@ macro_rules! forward_bound {
             }
             fn diagnostics(&self) -> Diagnostics {
                 (**self).diagnostics()
+            }
+            fn evaluate_checked(&self, points: &Points<'_>) -> Result<CheckedBounds> {
+                (**self).evaluate_checked(points)
+            }
+            fn observations(&self) -> Result<Observations> {
+                (**self).observations()
             }
             fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
                 (**self).evaluate(points)
@@ -774,6 +865,9 @@ macro_rules! forward_posterior {
         }
         fn dim(&self) -> Option<usize> {
             self.posterior.dim()
+        }
+        fn observations(&self) -> $crate::error::Result<$crate::bound::Observations> {
+            Ok($crate::bound::Observations::of_exact(&self.posterior))
         }
     };
 }
