@@ -58,8 +58,10 @@ from ._core import (
     NormDoubling,
     NotPendingError,
     NumericalError,
+    OptimiseResult,
     RandomAgent,
     Rbf,
+    Recommendation,
     RegretTrace,
     ReplicateEstimate,
     ResidualEstimate,
@@ -78,6 +80,7 @@ from ._core import (
     log_marginal_likelihood,
     log_marginal_likelihood_gradient,
     make_bound,
+    maximise,
     paper_defaults,
 )
 
@@ -116,8 +119,10 @@ __all__ = [
     "NormDoubling",
     "NotPendingError",
     "NumericalError",
+    "OptimiseResult",
     "RandomAgent",
     "Rbf",
+    "Recommendation",
     "RegretTrace",
     "ReplicateEstimate",
     "ResidualEstimate",
@@ -136,5 +141,6 @@ __all__ = [
     "log_marginal_likelihood",
     "log_marginal_likelihood_gradient",
     "make_bound",
+    "maximise",
     "paper_defaults",
 ]

@@ -1,6 +1,6 @@
 """Type stubs of the native module kernel_bandits._core (see the package docstring)."""
 
-from typing import Any, List, Literal, Optional, SupportsFloat, Tuple, Union, final, overload, type_check_only
+from typing import Any, Callable, List, Literal, Optional, SupportsFloat, Tuple, Union, final, overload, type_check_only
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -507,6 +507,17 @@ class UcbAgent(_Agent):
     @property
     def pending_points(self) -> FloatArray: ...
     def next_starts(self, domain: DomainLike) -> FloatArray: ...
+    def refit(
+        self,
+        mode: str = "all",
+        *,
+        family: str = "matern",
+        nu: float = 2.5,
+        per_dimension: bool = False,
+        starts: int = 32,
+        seed: int = 0,
+    ) -> Fit: ...
+    def recommend(self) -> Recommendation: ...
     def bounds(self, x: ArrayLike) -> BoundArrays: ...
     def diagnostics(self) -> Diagnostics: ...
     @property
@@ -645,5 +656,72 @@ class DriftingProblem:
     @property
     def rkhs_norms(self) -> Optional[list[float]]: ...
     def run(self, agent: Agent, horizon: int) -> RegretTrace: ...
+
+# Bayesian optimisation ----------------------------------------------------------------------
+
+@final
+class Recommendation:
+    @property
+    def x(self) -> FloatArray: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def lcb(self) -> float: ...
+    @property
+    def mean(self) -> float: ...
+    @property
+    def ucb(self) -> float: ...
+
+@final
+class OptimiseResult:
+    @property
+    def x(self) -> FloatArray: ...
+    @property
+    def y(self) -> FloatArray: ...
+    @property
+    def seconds(self) -> FloatArray: ...
+    @property
+    def initial_fit_seconds(self) -> float: ...
+    @property
+    def best_so_far(self) -> FloatArray: ...
+    @property
+    def recommended_index(self) -> NDArray[np.int64]: ...
+    @property
+    def recommended_lcb(self) -> FloatArray: ...
+    @property
+    def recommended_mean(self) -> FloatArray: ...
+    @property
+    def recommended_ucb(self) -> FloatArray: ...
+    @property
+    def recommendation(self) -> Recommendation: ...
+    @property
+    def fits(self) -> list[dict[str, Any]]: ...
+    @property
+    def norm_bound(self) -> float: ...
+    @property
+    def standardisation(self) -> Tuple[float, float]: ...
+    def __len__(self) -> int: ...
+
+def maximise(
+    objective: Callable[[FloatArray], SupportsFloat],
+    bounds: DomainLike,
+    budget: int,
+    *,
+    initial: Optional[ArrayLike] = None,
+    n_initial: Optional[int] = None,
+    bound: str = "dmm",
+    norm_bound: Optional[float] = None,
+    delta: float = 0.01,
+    scale: Optional[float] = None,
+    refit: str = "all",
+    refit_every: int = 1,
+    batch: int = 1,
+    seed: int = 0,
+    family: str = "matern",
+    nu: float = 2.5,
+    per_dimension: bool = False,
+    fit_starts: int = 32,
+    starts: Optional[int] = None,
+) -> OptimiseResult: ...
 
 def _conversions() -> int: ...
