@@ -93,7 +93,7 @@ def test_refit_all_data_and_strict_against_bounds_built_from_scratch():
     assert fit.noise_sd == separate.noise_sd and list(fit.lengthscales) == list(separate.lengthscales)
     reference = kb.Dmm(separate.kernel, sigma=separate.noise_sd, norm_bound=2.0, delta=0.05, scale=0.5)
     for xi, yi in zip(x, y):
-        reference.update(xi, yi)
+        reference.observe(xi, yi)
     q = np.array([[0.1, 0.9], [0.5, 0.5], [0.9, 0.2]])
     for a, b in zip(agent.bounds(q), reference.bounds(q)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
@@ -105,7 +105,7 @@ def test_refit_all_data_and_strict_against_bounds_built_from_scratch():
         agent.update(xi, yi)
     reference = kb.Dmm(fit.kernel, sigma=fit.noise_sd, norm_bound=2.0, delta=0.05, scale=0.5)
     for xi, yi in zip(later_x, later_y):
-        reference.update(xi, yi)
+        reference.observe(xi, yi)
     for a, b in zip(agent.bounds(q), reference.bounds(q)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
 
