@@ -58,8 +58,10 @@ from ._core import (
     NormDoubling,
     NotPendingError,
     NumericalError,
+    OptimiseResult,
     RandomAgent,
     Rbf,
+    Recommendation,
     RegretTrace,
     ReplicateEstimate,
     ResidualEstimate,
@@ -78,6 +80,7 @@ from ._core import (
     log_marginal_likelihood,
     log_marginal_likelihood_gradient,
     make_bound,
+    maximise,
     paper_defaults,
 )
 from ._values import BoundValues, MisspecificationWarning, PendingWarning
@@ -120,8 +123,10 @@ __all__ = [
     "NotPendingError",
     "NumericalError",
     "PendingWarning",
+    "OptimiseResult",
     "RandomAgent",
     "Rbf",
+    "Recommendation",
     "RegretTrace",
     "ReplicateEstimate",
     "ResidualEstimate",
@@ -140,5 +145,6 @@ __all__ = [
     "log_marginal_likelihood",
     "log_marginal_likelihood_gradient",
     "make_bound",
+    "maximise",
     "paper_defaults",
 ]

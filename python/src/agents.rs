@@ -449,6 +449,50 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         })
     }
 
+    /// Refits the kernel's hyperparameters and σ on every observation the agent absorbed
+    /// (`fit_hyperparameters` with `family`, `nu`, `per_dimension`, `starts`, `seed`) and
+    /// rebuilds the bound in place: same kind, same B, δ and c (an `AdaptiveNorm` bound keeps
+    /// its current level and doubling history), with the fitted kernel and σ. Returns the `Fit`.
+    ///
+    /// `mode="all"` (default): the bound then conditions on every observation; **no guarantee
+    /// is claimed**, since the kernel was chosen from the same data (what Bayesian optimisation
+    /// usually does). `mode="strict"`: the bound starts empty and conditions only on later
+    /// observations; given the past, the fitted kernel and σ are fixed, so Flynn & Reeb
+    /// (2024)'s guarantee holds for the later data at every round at once. Pending evaluations
+    /// are kept. Only AMM, DMM and CMM bounds can be refitted; a refit that raises leaves the
+    /// agent as it was.
+    #[pyo3(signature = (mode = "all", *, family = "matern", nu = 2.5, per_dimension = false, starts = 32, seed = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn refit(
+        &mut self,
+        py: Python<'_>,
+        mode: &str,
+        family: &str,
+        nu: f64,
+        per_dimension: bool,
+        starts: usize,
+        seed: u64,
+    ) -> PyResult<crate::hyper::Fit> {
+        crate::optimise::refit_agent(
+            py,
+            &mut self.inner,
+            mode,
+            family,
+            nu,
+            per_dimension,
+            starts,
+            seed,
+        )
+        .map(crate::hyper::Fit::from_rust)
+    }
+
+    /// The observed point with the largest lower confidence bound, as a `Recommendation` (`x`,
+    /// `index` among the observations, `lcb`, `mean`, `ucb`). Raises `NoArmsError` before the
+    /// first observation.
+    fn recommend(&self, py: Python<'_>) -> PyResult<crate::optimise::Recommendation> {
+        crate::optimise::recommend_agent(py, &self.inner)
+    }
+
     /// Sets how `select_in` searches a box: `starts` space-filling starts scored, the best
     /// `refine` refined for at most `max_iterations` quasi-Newton iterations each, `seed` of the
     /// starts (each at least 1 but the seed; `None` keeps the current value). Returns the agent.

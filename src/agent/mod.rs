@@ -7,10 +7,12 @@
 
 pub mod batch;
 mod random;
+mod refit;
 mod ucb;
 
 pub use batch::{Choice, ContinuousOptions, PENDING_TOLERANCE, Rule};
 pub use random::RandomAgent;
+pub use refit::{Observed, Recommendation, Refit, RefitMode, RefitOptions};
 pub use ucb::{ArmSetPolicy, Misspecification, UcbAgent};
 
 use crate::continuous::BoxDomain;

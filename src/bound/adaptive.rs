@@ -310,6 +310,28 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
         }
     }
 
+    /// `inner` (e.g. the inner bound rebuilt on a refitted kernel) in this wrapper's place:
+    /// B₀, δ, the cap, the current level (B_k is set on `inner`), the doubling history and the
+    /// exhaustion record are kept, and `inner`'s observations, if any, are checked at once
+    /// (levels only go up). Used by [`crate::agent::UcbAgent::refit`].
+    ///
+    /// # Errors
+    /// As [`AdjustableNorm::set_norm_bound`] on `inner` (a kind without B); `inner` is dropped.
+    pub(crate) fn with_inner(&self, mut inner: B) -> Result<Self> {
+        inner.set_norm_bound(self.norm_bound(), self.delta)?;
+        let mut wrapper = Self {
+            inner,
+            initial_norm: self.initial_norm,
+            delta: self.delta,
+            level: self.level,
+            max_level: self.max_level,
+            doublings: self.doublings.clone(),
+            exhausted: self.exhausted,
+        };
+        wrapper.refute();
+        Ok(wrapper)
+    }
+
     /// Puts the inner bound back to `level` (a level it has been at: valid).
     fn restore_level(&mut self, level: u32) {
         self.level = level;
