@@ -105,6 +105,9 @@ impl ConfidenceBound for PyAnyBound {
     fn argmax_ucb(&self, points: &Points<'_>) -> kernel_bandits::Result<usize> {
         each_bound!(self, b => b.argmax_ucb(points))
     }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> kernel_bandits::Result<Vec<usize>> {
+        each_bound!(self, b => b.top_ucb(points, count))
+    }
     fn len(&self) -> usize {
         each_bound!(self, b => b.len())
     }

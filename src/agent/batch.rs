@@ -410,8 +410,14 @@ fn refine_all(
 }
 
 /// The UCB point in `domain`: the best starts refined on U by its gradient; of the refined
-/// points and all starts, the one whose U (by `evaluate`) is largest and that is not pending,
-/// so the value returned is never below that of a start that is not pending.
+/// points and the best starts, the one whose U (by `evaluate`) is largest and that is not
+/// pending, so the value returned is never below that of a start that is not pending (to
+/// rounding).
+///
+/// The starts are ranked by [`ConfidenceBound::top_ucb`], which for the exact bounds solves
+/// only the starts that can rank among the best (the pruned search of `argmax_ucb`): the
+/// `refine` best, and as many more as there are pending starts, so that the best start that
+/// is not pending is always among them. Every other start has a U below all of theirs.
 pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
@@ -421,28 +427,32 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
 ) -> Result<Choice> {
     let d = domain.dim();
     let points = Points::from_row_major(starts, d)?;
-    let values = bound.evaluate(&points)?.ucb;
-    max_finite(&values, "upper confidence bound")?;
-    let chosen = best_indices(&values, options.refine);
+    let pending_starts = starts
+        .chunks_exact(d)
+        .filter(|x| pending.contains(x))
+        .count();
+    let top = bound.top_ucb(&points, options.refine + pending_starts)?;
+    let chosen = &top[..options.refine.min(top.len())];
     let refined = refine_all(
         domain,
         starts,
-        &chosen,
+        chosen,
         bound.len(),
         options.max_iterations,
         |x| bound.ucb_gradient(x),
     )?;
-    // The refined points, scored together, then every start with the score it already has:
-    // the best that is not pending (a pending point at the maximiser, say a corner the
-    // refinements converge onto, gives way to the next best); in a box that is a single
-    // point, that point.
-    let mut finalists = Vec::with_capacity(chosen.len() * d);
+    // The refined points and the best starts, scored together: the best that is not pending
+    // (a pending point at the maximiser, say a corner the refinements converge onto, gives way
+    // to the next best); in a box that is a single point, that point.
+    let mut finalists = Vec::with_capacity((refined.len() + top.len()) * d);
     for refined in &refined {
         finalists.extend_from_slice(&refined.point);
     }
-    let mut scores = bound.evaluate(&Points::from_row_major(&finalists, d)?)?.ucb;
-    finalists.extend_from_slice(starts);
-    scores.extend_from_slice(&values);
+    for &j in &top {
+        finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
+    }
+    let scores = bound.evaluate(&Points::from_row_major(&finalists, d)?)?.ucb;
+    max_finite(&scores, "upper confidence bound")?;
     let order = best_indices(&scores, scores.len());
     let best = order
         .iter()

@@ -435,6 +435,9 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
         self.inner.argmax_ucb(points)
     }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        self.inner.top_ucb(points, count)
+    }
     fn len(&self) -> usize {
         self.inner.len()
     }

@@ -350,6 +350,9 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
         dispatch!(self, b => b.argmax_ucb(points))
     }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        dispatch!(self, b => b.top_ucb(points, count))
+    }
     fn len(&self) -> usize {
         dispatch!(self, b => b.len())
     }

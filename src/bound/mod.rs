@@ -209,6 +209,21 @@ pub(crate) fn exact_argmax<K: Kernel>(
     posterior.argmax_upper(points, &widths)
 }
 
+/// The `top_ucb` of every exact bound: the pruned search of
+/// [`ExactPosterior::top_upper`](crate::posterior::ExactPosterior::top_upper).
+///
+/// # Errors
+/// As [`exact_argmax`].
+pub(crate) fn exact_top<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    points: &Points<'_>,
+    count: usize,
+) -> Result<Vec<usize>> {
+    let widths = checked_widths(widths)?;
+    posterior.top_upper(points, &widths, count)
+}
+
 /// The `gradient` of every exact bound of the form U = min_r (μ_r + w_r ρ_r),
 /// L = max_r (μ_r − w_r ρ_r) (see [`exact_evaluate`]): each side's gradient is that of its
 /// active regulariser (the lowest index among ties), and the mean's that of `mean_index`.
@@ -471,6 +486,25 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// [`ExactPosterior::argmax_upper`]: crate::posterior::ExactPosterior::argmax_upper
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize>;
 
+    /// The indices of the `count` points with the largest UCB, largest first, the lowest index
+    /// among ties (all of them, so ordered, if there are fewer; `count = 0` is taken as 1):
+    /// what [`BanditAgent::select_in`](crate::agent::BanditAgent::select_in) refines.
+    ///
+    /// The provided method ranks [`ConfidenceBound::evaluate`]'s UCB. The exact bounds (AY,
+    /// IGP, AMM, DMM, GP-UCB, K-UCB) override it with the pruned search of
+    /// [`ConfidenceBound::argmax_ucb`] ([`ExactPosterior::top_upper`]), whose floor is the
+    /// `count`-th largest UCB known to be reached: the same promise as there, for each of the
+    /// `count` places (exact as computed there, within rounding of `evaluate`'s values). With
+    /// `count = 1` it is `argmax_ucb`. Wrappers must forward it.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::argmax_ucb`].
+    ///
+    /// [`ExactPosterior::top_upper`]: crate::posterior::ExactPosterior::top_upper
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        largest_lowest(&self.evaluate(points)?.ucb, count)
+    }
+
     /// The mean, LCB and UCB at `x` and their gradients with respect to `x` (see
     /// [`BoundGradient`]): what continuous maximisation of the UCB
     /// ([`crate::agent::BanditAgent::select_in`]) is built on.
@@ -591,6 +625,25 @@ pub(crate) fn argmax_lowest(values: &[f64]) -> Result<usize> {
     Ok(best)
 }
 
+/// The indices of the `count` largest values, largest first, the lowest index among ties
+/// (all of them if there are fewer; `count = 0` is taken as 1).
+///
+/// # Errors
+/// [`Error::NoArms`] if `values` is empty, [`Error::NonFinite`] if any value is NaN.
+pub(crate) fn largest_lowest(values: &[f64], count: usize) -> Result<Vec<usize>> {
+    argmax_lowest(values)?;
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    // No NaN is left, so `partial_cmp` is total (and −0 ties with +0, as in argmax_lowest).
+    order.sort_by(|&a, &b| {
+        values[b]
+            .partial_cmp(&values[a])
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    order.truncate(count.max(1));
+    Ok(order)
+}
+
 macro_rules! forward_bound {
     ($($wrapper:ty),*) => {$(
         impl<B: ConfidenceBound + ?Sized> ConfidenceBound for $wrapper {
@@ -611,6 +664,9 @@ macro_rules! forward_bound {
             }
             fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
                 (**self).argmax_ucb(points)
+            }
+            fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+                (**self).top_ucb(points, count)
             }
             fn len(&self) -> usize {
                 (**self).len()
@@ -668,6 +724,14 @@ macro_rules! forward_posterior {
         fn argmax_ucb(&self, points: &$crate::points::Points<'_>) -> $crate::error::Result<usize> {
             let $b = self;
             $crate::bound::exact_argmax(&self.posterior, &$widths, points)
+        }
+        fn top_ucb(
+            &self,
+            points: &$crate::points::Points<'_>,
+            count: usize,
+        ) -> $crate::error::Result<Vec<usize>> {
+            let $b = self;
+            $crate::bound::exact_top(&self.posterior, &$widths, points, count)
         }
         fn gradient(&self, x: &[f64]) -> $crate::error::Result<$crate::bound::BoundGradient> {
             let $b = self;
