@@ -475,6 +475,15 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         self.inner.ucb_gradient(x)
     }
+    fn ucb_terms(&self) -> usize {
+        self.inner.ucb_terms()
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+        self.inner.ucb_term_values(x)
+    }
+    fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+        self.inner.ucb_gradient_among(x, terms)
+    }
     fn pending_variance<'a>(
         &'a self,
         pending: &Points<'_>,
