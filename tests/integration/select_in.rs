@@ -585,8 +585,13 @@ fn select_in_finds_local_maximisers_on_random_ard_problems() {
 // ---------------------------------------------------------------------------------------------
 
 /// Bounds of the structured cases: DMM on the paper's grid, DMM on a grid with a repeated
-/// regulariser (its terms tie exactly everywhere), and AMM.
-fn contract_bounds(d: usize, t: usize) -> Vec<(&'static str, UcbAgent<AnyBound<Matern>>)> {
+/// regulariser (its terms tie exactly everywhere), and AMM, after `t` observations of
+/// `scale`·[`f`] at uniform points of [0, 0.5]^d.
+fn contract_bounds(
+    d: usize,
+    t: usize,
+    scale: f64,
+) -> Vec<(&'static str, UcbAgent<AnyBound<Matern>>)> {
     let kernel = Matern::new(2.5, 0.5).unwrap();
     let params = BoundParams::new()
         .sigma(0.1)
@@ -611,7 +616,7 @@ fn contract_bounds(d: usize, t: usize) -> Vec<(&'static str, UcbAgent<AnyBound<M
         .map(|(name, b)| {
             let mut agent = UcbAgent::new(b);
             for x in &data {
-                agent.update(x, f(x)).unwrap();
+                agent.update(x, scale * f(x)).unwrap();
             }
             (name, agent)
         })
@@ -626,7 +631,7 @@ fn contract_bounds(d: usize, t: usize) -> Vec<(&'static str, UcbAgent<AnyBound<M
 fn top_ucb_ranks_as_a_full_evaluation() {
     for d in [1, 6] {
         for t in [20, 129, 300] {
-            for (name, agent) in contract_bounds(d, t) {
+            for (name, agent) in contract_bounds(d, t, 1.0) {
                 let domain = BoxDomain::unit(d).unwrap();
                 let mut starts = agent.next_starts(&domain);
                 // A duplicate of a corner: two points with bitwise equal UCBs.
@@ -669,7 +674,9 @@ fn top_ucb_ranks_as_a_full_evaluation() {
 fn select_in_beats_every_start_with_the_maximiser_pending() {
     for d in [1, 6] {
         for t in [20, 129, 300] {
-            for (name, agent) in contract_bounds(d, t) {
+            // Zero targets: U = w·ρ, largest at the far corner, which is farther from every
+            // observation than any other point of the cube.
+            for (name, agent) in contract_bounds(d, t, 0.0) {
                 let mut agent = agent
                     .with_continuous(ContinuousOptions {
                         starts: 256,
