@@ -127,6 +127,9 @@ impl ConfidenceBound for PyAnyBound {
     fn argmax_ucb(&self, points: &Points<'_>) -> kernel_bandits::Result<usize> {
         each_bound!(self, b => b.argmax_ucb(points))
     }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> kernel_bandits::Result<Vec<usize>> {
+        each_bound!(self, b => b.top_ucb(points, count))
+    }
     fn len(&self) -> usize {
         each_bound!(self, b => b.len())
     }
@@ -157,6 +160,19 @@ impl ConfidenceBound for PyAnyBound {
     }
     fn ucb_gradient(&self, x: &[f64]) -> kernel_bandits::Result<(f64, Vec<f64>)> {
         each_bound!(self, b => b.ucb_gradient(x))
+    }
+    fn ucb_terms(&self) -> usize {
+        each_bound!(self, b => b.ucb_terms())
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> kernel_bandits::Result<Vec<f64>> {
+        each_bound!(self, b => b.ucb_term_values(x))
+    }
+    fn ucb_gradient_among(
+        &self,
+        x: &[f64],
+        terms: &[usize],
+    ) -> kernel_bandits::Result<(f64, Vec<f64>)> {
+        each_bound!(self, b => b.ucb_gradient_among(x, terms))
     }
     fn pending_variance<'a>(
         &'a self,

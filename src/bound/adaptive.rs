@@ -460,6 +460,9 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
         self.inner.argmax_ucb(points)
     }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        self.inner.top_ucb(points, count)
+    }
     fn len(&self) -> usize {
         self.inner.len()
     }
@@ -496,6 +499,15 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     }
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         self.inner.ucb_gradient(x)
+    }
+    fn ucb_terms(&self) -> usize {
+        self.inner.ucb_terms()
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+        self.inner.ucb_term_values(x)
+    }
+    fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+        self.inner.ucb_gradient_among(x, terms)
     }
     fn pending_variance<'a>(
         &'a self,

@@ -369,6 +369,9 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
         dispatch!(self, b => b.argmax_ucb(points))
     }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        dispatch!(self, b => b.top_ucb(points, count))
+    }
     fn len(&self) -> usize {
         dispatch!(self, b => b.len())
     }
@@ -395,6 +398,15 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     }
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         dispatch!(self, b => b.ucb_gradient(x))
+    }
+    fn ucb_terms(&self) -> usize {
+        dispatch!(self, b => b.ucb_terms())
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+        dispatch!(self, b => b.ucb_term_values(x))
+    }
+    fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+        dispatch!(self, b => b.ucb_gradient_among(x, terms))
     }
     fn pending_variance<'a>(
         &'a self,

@@ -799,6 +799,25 @@ impl<K: Kernel> ExactPosterior<K> {
     /// or a negative or non-finite one; otherwise as [`ExactPosterior::evaluate`] (the checks on
     /// the posterior variance apply to the points that are solved to the end).
     pub fn argmax_upper(&self, points: &Points<'_>, widths: &[f64]) -> Result<usize> {
+        Ok(self.top_upper(points, widths, 1)?[0])
+    }
+
+    /// The indices of the `count` points with the largest U (of
+    /// [`ExactPosterior::argmax_upper`]), largest first, the lowest index among ties; all of
+    /// them, so ordered, if there are fewer. The same pruned search, with the value the
+    /// maximum is known to reach replaced by the `count`-th largest of the values known to be
+    /// reached (`count` points attain at least it, so a point whose upper bound is below it is
+    /// not among them): exact, not a heuristic, and as for the argmax, U comes from α_r and may
+    /// differ from [`ExactPosterior::evaluate`]'s in the last bits. `count = 0` is taken as 1.
+    ///
+    /// # Errors
+    /// As [`ExactPosterior::argmax_upper`].
+    pub fn top_upper(
+        &self,
+        points: &Points<'_>,
+        widths: &[f64],
+        count: usize,
+    ) -> Result<Vec<usize>> {
         let n_reg = self.factors.len();
         if widths.len() != n_reg {
             return Err(Error::InvalidParameter {
@@ -821,15 +840,14 @@ impl<K: Kernel> ExactPosterior<K> {
         self.check_dim(points.dim())?;
         let t = self.len();
         if let Some(batch) = self.fixed_batch(points) {
-            let batch = batch?;
-            let best = crate::bound::argmax_lowest(&upper_bounds(&batch, widths))?;
-            self.last_pick.store(best, Ordering::Relaxed);
-            return Ok(best);
+            let top = crate::bound::largest_lowest(&upper_bounds(&batch?, widths), count)?;
+            self.last_pick.store(top[0], Ordering::Relaxed);
+            return Ok(top);
         }
         if t <= SMALL_POSTERIOR {
             // One storage block: the pruning has nothing to skip, so solve for every point.
             let batch = self.evaluate(points)?;
-            return crate::bound::argmax_lowest(&upper_bounds(&batch, widths));
+            return crate::bound::largest_lowest(&upper_bounds(&batch, widths), count);
         }
         self.workspace.with(n_reg, |workspace| {
             let QueryWorkspace {
@@ -899,7 +917,7 @@ impl<K: Kernel> ExactPosterior<K> {
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.
-            let choice = select::argmax(&batch, blocks)?;
+            let choice = select::argmax(&batch, blocks, count)?;
             if local.is_empty() {
                 *plain_crowded = choice.crowded(m);
             } else if choice.crowded(m) {
@@ -909,7 +927,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let d = points.dim();
             query_points.copy_within(best * d..(best + 1) * d, 0);
             workspace.validate(1, self.generation);
-            Ok(best)
+            Ok(choice.top)
         })
     }
 
