@@ -246,11 +246,14 @@ pub(crate) fn evaluate<'py>(
     bound_values(py, checked)
 }
 
+/// Observed inputs as an (n, d) array and targets as an (n) array.
+type Observed<'py> = (Bound<'py, numpy::PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+
 /// The observed inputs (an (n, d) array) and targets (n) of `bound`, in order.
 pub(crate) fn observed<'py>(
     py: Python<'py>,
     bound: &(impl ConfidenceBound + ?Sized),
-) -> PyResult<(Bound<'py, numpy::PyArray2<f64>>, Bound<'py, PyArray1<f64>>)> {
+) -> PyResult<Observed<'py>> {
     use numpy::PyArrayMethods;
     let o = py.detach(|| bound.observations()).or_raise()?;
     let (n, d) = (o.len(), o.dim);

@@ -934,6 +934,9 @@ macro_rules! forward_posterior {
         fn dim(&self) -> Option<usize> {
             self.posterior.dim()
         }
+        fn observations(&self) -> $crate::error::Result<$crate::bound::Observations> {
+            Ok($crate::bound::Observations::of_exact(&self.posterior))
+        }
         fn observe_many(
             &mut self,
             points: &$crate::points::Points<'_>,
