@@ -185,7 +185,7 @@ class Amm(Bound):
         sigma: float = 0.1,
         norm_bound: float = 10.0,
         delta: float = 0.01,
-        scale: float = 1.0,
+        scale: Optional[float] = None,
         horizon: Optional[int] = None,
     ) -> Amm: ...
 
@@ -198,7 +198,7 @@ class Dmm(Bound):
         sigma: float = 0.1,
         norm_bound: float = 10.0,
         delta: float = 0.01,
-        scale: float = 1.0,
+        scale: Optional[float] = None,
         horizon: Optional[int] = None,
     ) -> Dmm: ...
 
@@ -211,7 +211,7 @@ class Cmm(Bound):
         sigma: float = 0.1,
         norm_bound: float = 10.0,
         delta: float = 0.01,
-        scale: float = 1.0,
+        scale: Optional[float] = None,
         horizon: Optional[int] = None,
     ) -> Cmm: ...
 
@@ -533,7 +533,6 @@ class UcbAgent(_Agent):
         seed: int = 0,
     ) -> Fit: ...
     def recommend(self) -> Recommendation: ...
-    def bounds(self, x: ArrayLike) -> BoundArrays: ...
     def diagnostics(self) -> Diagnostics: ...
     @property
     def observed_x(self) -> FloatArray: ...
