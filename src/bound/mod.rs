@@ -928,15 +928,7 @@ macro_rules! forward_posterior {
             self.$then();
             Ok(())
         }
-        fn len(&self) -> usize {
-            self.posterior.len()
-        }
-        fn dim(&self) -> Option<usize> {
-            self.posterior.dim()
-        }
-        fn observations(&self) -> $crate::error::Result<$crate::bound::Observations> {
-            Ok($crate::bound::Observations::of_exact(&self.posterior))
-        }
+        forward_posterior!(reads);
         fn observe_many(
             &mut self,
             points: &$crate::points::Points<'_>,
@@ -946,19 +938,7 @@ macro_rules! forward_posterior {
             self.$then();
             Ok(())
         }
-        fn fix_arms(
-            &mut self,
-            arms: &$crate::points::Points<'_>,
-            memory_limit: Option<usize>,
-        ) -> $crate::error::Result<bool> {
-            self.posterior.fix_arms(arms, memory_limit)
-        }
-        fn release_arms(&mut self) {
-            self.posterior.release_arms()
-        }
-        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
-            self.posterior.fixed_arms()
-        }
+        forward_posterior!(arms);
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len);
             self.$removed();
@@ -1034,19 +1014,7 @@ macro_rules! forward_posterior {
         ) -> $crate::error::Result<()> {
             self.posterior.observe_many(points, targets)
         }
-        fn fix_arms(
-            &mut self,
-            arms: &$crate::points::Points<'_>,
-            memory_limit: Option<usize>,
-        ) -> $crate::error::Result<bool> {
-            self.posterior.fix_arms(arms, memory_limit)
-        }
-        fn release_arms(&mut self) {
-            self.posterior.release_arms()
-        }
-        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
-            self.posterior.fixed_arms()
-        }
+        forward_posterior!(arms);
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len)
         }
@@ -1059,6 +1027,9 @@ macro_rules! forward_posterior {
         fn observe(&mut self, x: &[f64], y: f64) -> $crate::error::Result<()> {
             self.posterior.observe(x, y)
         }
+        forward_posterior!(reads);
+    };
+    (reads) => {
         fn len(&self) -> usize {
             self.posterior.len()
         }
@@ -1067,6 +1038,21 @@ macro_rules! forward_posterior {
         }
         fn observations(&self) -> $crate::error::Result<$crate::bound::Observations> {
             Ok($crate::bound::Observations::of_exact(&self.posterior))
+        }
+    };
+    (arms) => {
+        fn fix_arms(
+            &mut self,
+            arms: &$crate::points::Points<'_>,
+            memory_limit: Option<usize>,
+        ) -> $crate::error::Result<bool> {
+            self.posterior.fix_arms(arms, memory_limit)
+        }
+        fn release_arms(&mut self) {
+            self.posterior.release_arms()
+        }
+        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
+            self.posterior.fixed_arms()
         }
     };
 }
