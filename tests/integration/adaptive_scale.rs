@@ -27,6 +27,33 @@ fn gram(kernel: &impl Kernel, xs: &[Vec<f64>]) -> DMatrix<f64> {
     DMatrix::from_fn(xs.len(), xs.len(), |i, j| kernel.eval(&xs[i], &xs[j]))
 }
 
+/// f = Σⱼ wⱼ k(zⱼ, ·) with `count` centres zⱼ uniform on [0, 1]^`dim` (drawn first, row by
+/// row) and standard normal weights wⱼ, scaled to ‖f‖_H = `norm` (‖f‖²_H = wᵀ K_Z w, the Gram
+/// matrix of the centres built by hand).
+fn kernel_sum<'k>(
+    kernel: &'k impl Kernel,
+    count: usize,
+    dim: usize,
+    norm: f64,
+    rng: &mut ChaCha8Rng,
+) -> impl Fn(&[f64]) -> f64 + 'k {
+    let centres: Vec<Vec<f64>> = (0..count)
+        .map(|_| (0..dim).map(|_| rng.random::<f64>()).collect())
+        .collect();
+    let weights: Vec<f64> = (0..count).map(|_| rng.sample(StandardNormal)).collect();
+    let w = DVector::from_column_slice(&weights);
+    let current = w.dot(&(gram(kernel, &centres) * &w)).sqrt();
+    move |x: &[f64]| -> f64 {
+        centres
+            .iter()
+            .zip(&weights)
+            .map(|(z, a)| a * kernel.eval(z, x))
+            .sum::<f64>()
+            * norm
+            / current
+    }
+}
+
 /// (q_a, ld_a, tr((K + aI)⁻¹)) from a dense Cholesky of K + aI.
 fn dense_terms(k: &DMatrix<f64>, y: &DVector<f64>, a: f64) -> (f64, f64, f64) {
     let t = y.len();
@@ -207,21 +234,7 @@ fn adaptive_orderings_hold() -> kernel_bandits::Result<()> {
         Cmm::new(kernel, params)?,
     );
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let centres: Vec<Vec<f64>> = (0..8)
-        .map(|_| vec![rng.random::<f64>(), rng.random::<f64>()])
-        .collect();
-    let weights: Vec<f64> = (0..8).map(|_| rng.sample(StandardNormal)).collect();
-    let w = DVector::from_column_slice(&weights);
-    let norm = w.dot(&(gram(&kernel, &centres) * &w)).sqrt();
-    let f = |x: &[f64]| -> f64 {
-        centres
-            .iter()
-            .zip(&weights)
-            .map(|(z, a)| a * kernel.eval(z, x))
-            .sum::<f64>()
-            * (NORM_BOUND / 2.0)
-            / norm
-    };
+    let f = kernel_sum(&kernel, 8, 2, NORM_BOUND / 2.0, &mut rng);
     let queries: Vec<[f64; 2]> = (0..50)
         .map(|_| [rng.random::<f64>(), rng.random::<f64>()])
         .collect();
@@ -275,21 +288,7 @@ fn adaptive_scale_on_the_issue_4d_case() -> kernel_bandits::Result<()> {
     for lengthscale in [0.5, 0.2] {
         let kernel = Matern::new(2.5, lengthscale)?;
         let mut rng = ChaCha8Rng::seed_from_u64(2024);
-        let centres: Vec<Vec<f64>> = (0..20)
-            .map(|_| (0..4).map(|_| rng.random::<f64>()).collect())
-            .collect();
-        let weights: Vec<f64> = (0..20).map(|_| rng.sample(StandardNormal)).collect();
-        let w = DVector::from_column_slice(&weights);
-        let norm = w.dot(&(gram(&kernel, &centres) * &w)).sqrt();
-        let f = |x: &[f64]| -> f64 {
-            centres
-                .iter()
-                .zip(&weights)
-                .map(|(z, a)| a * kernel.eval(z, x))
-                .sum::<f64>()
-                * (0.9 * B)
-                / norm
-        };
+        let f = kernel_sum(&kernel, 20, 4, 0.9 * B, &mut rng);
         let xs: Vec<[f64; 4]> = (0..300)
             .map(|_| std::array::from_fn(|_| rng.random::<f64>()))
             .collect();
