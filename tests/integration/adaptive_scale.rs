@@ -59,13 +59,7 @@ fn dense_terms(k: &DMatrix<f64>, y: &DVector<f64>, a: f64) -> (f64, f64, f64) {
     let t = y.len();
     let chol = (k + DMatrix::identity(t, t) * a).cholesky().unwrap();
     let q = y.dot(&chol.solve(y));
-    let ld = chol
-        .l()
-        .diagonal()
-        .iter()
-        .map(|l| 2.0 * l.ln())
-        .sum::<f64>()
-        - t as f64 * a.ln();
+    let ld = crate::common::log_det_ratio(&chol, a);
     let trace = chol.inverse().trace();
     (q, ld, trace)
 }

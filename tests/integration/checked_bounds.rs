@@ -40,19 +40,8 @@ fn rbf(x: &[f64; 2], y: &[f64; 2]) -> f64 {
 /// dense nalgebra Cholesky of K + a0 I.
 fn data_radius_sq(x: &[[f64; 2]], y: &[f64]) -> f64 {
     let t = x.len();
-    let a0 = SIGMA * SIGMA;
-    let k = DMatrix::from_fn(t, t, |i, j| rbf(&x[i], &x[j])) + DMatrix::identity(t, t) * a0;
-    let chol = k.cholesky().unwrap();
-    let y = DVector::from_column_slice(y);
-    let q = y.dot(&chol.solve(&y));
-    let log_det: f64 = chol
-        .l()
-        .diagonal()
-        .iter()
-        .map(|l| 2.0 * l.ln())
-        .sum::<f64>()
-        - t as f64 * a0.ln();
-    a0 * q + SIGMA * SIGMA * log_det + 2.0 * SIGMA * SIGMA * (1.0 / DELTA).ln()
+    let gram = DMatrix::from_fn(t, t, |i, j| rbf(&x[i], &x[j]));
+    crate::common::socp::radius_sq(&gram, &DVector::from_column_slice(y), SIGMA, 1.0, DELTA)
 }
 
 /// The points where LCB > UCB or either is NaN, from the values alone.

@@ -56,13 +56,7 @@ fn by_hand(
     let regularised = &gram + DMatrix::identity(t, t) * a;
     let chol = regularised.clone().cholesky().unwrap();
     let y = DVector::from_iterator(t, data.iter().map(|d| d.1));
-    let log_det = chol
-        .l()
-        .diagonal()
-        .iter()
-        .map(|l| 2.0 * l.ln())
-        .sum::<f64>()
-        - t as f64 * a.ln();
+    let log_det = crate::common::log_det_ratio(&chol, a);
     let log_inv_delta = (1.0 / delta).ln();
     let width = if ay {
         (sigma * (log_det + 2.0 * log_inv_delta).sqrt() + a.sqrt() * b) / a.sqrt()

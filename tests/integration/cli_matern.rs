@@ -51,13 +51,7 @@ fn amm_by_hand(
     let gram = DMatrix::from_fn(t, t, |i, j| k(&data[i].0, &data[j].0));
     let chol = (&gram + DMatrix::identity(t, t) * a).cholesky().unwrap();
     let y = DVector::from_iterator(t, data.iter().map(|d| d.1));
-    let log_det = chol
-        .l()
-        .diagonal()
-        .iter()
-        .map(|l| 2.0 * l.ln())
-        .sum::<f64>()
-        - t as f64 * a.ln();
+    let log_det = crate::common::log_det_ratio(&chol, a);
     let width = ((sigma * sigma * log_det + a * b * b + 2.0 * sigma * sigma * (1.0 / delta).ln())
         / a)
         .sqrt();

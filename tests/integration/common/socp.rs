@@ -31,13 +31,7 @@ pub fn radius_sq(gram: &DMatrix<f64>, y: &DVector<f64>, sigma: f64, c: f64, delt
     }
     let chol = (gram + DMatrix::identity(t, t) * a0).cholesky().unwrap();
     let q = y.dot(&chol.solve(y));
-    let ld: f64 = chol
-        .l()
-        .diagonal()
-        .iter()
-        .map(|l| 2.0 * l.ln())
-        .sum::<f64>()
-        - t as f64 * a0.ln();
+    let ld = super::log_det_ratio(&chol, a0);
     a0 * q + sigma * sigma * ld + 2.0 * sigma * sigma * (1.0 / delta).ln()
 }
 
