@@ -124,6 +124,14 @@ pub enum Error {
         /// R̃_a² there (negative or NaN).
         radius_sq: f64,
     },
+    /// The data refute the assumptions a decision rests on (σ, B or the kernel): an empty
+    /// confidence set, LCB > UCB somewhere, or (intersecting over time) a running lower bound
+    /// above an upper bound. Nothing is certified; see [`crate::decide`].
+    #[error("the data refute the bound's assumptions, so nothing is certified: {what}")]
+    Refuted {
+        /// What shows it.
+        what: String,
+    },
     /// A snapshot could not be restored (feature `serde`, module `kernel_bandits::snapshot`).
     #[error("cannot restore the snapshot: {0}")]
     Snapshot(#[from] SnapshotError),

@@ -47,6 +47,7 @@
 //! | [`bound`] | the confidence bounds above, all implementing [`ConfidenceBound`](bound::ConfidenceBound); [`BoundKind`](bound::BoundKind) builds any of them by name |
 //! | [`hyper`] | fitting ℓ, σ (and optionally s²) by the log marginal likelihood (Rasmussen & Williams 2006 Eq. 2.30, 5.9) on a warm-up set, and an empty bound from the fit |
 //! | [`agent`] | [`BanditAgent`](agent::BanditAgent), [`UcbAgent`](agent::UcbAgent), seeded [`RandomAgent`](agent::RandomAgent) |
+//! | [`decide`] | a recommendation with a certificate on its simple regret over an arm set, valid at every round at once, and stopping rules on it ([`UcbAgent::run_until`](agent::UcbAgent::run_until)) |
 //! | [`env`](mod@env) | the synthetic RKHS bandit of Flynn & Reeb (2024) §7, the contextual environments of Zenati et al. (2022) §5, drifting rewards (Iwazaki & Takeno 2025 §6) |
 //! | [`nonstationary`] | R-PERP (Iwazaki & Takeno 2025, Alg. 1), restarting and sliding-window GP-UCB |
 //! | [`prelude`] | the types most programs need |
@@ -76,6 +77,9 @@
 //! - Iwazaki, S. & Takeno, S. (2025). Near-optimal algorithm for non-stationary kernelized
 //!   bandits.
 //! - Rasmussen, C. E. & Williams, C. K. I. (2006). Gaussian processes for machine learning.
+//! - Jamieson, K. et al. (2014). lil' UCB: an optimal exploration algorithm for multi-armed
+//!   bandits.
+//! - Makarova, A. et al. (2022). Automatic termination for hyperparameter optimization.
 
 #![deny(missing_docs)]
 #![warn(missing_debug_implementations)]
@@ -84,6 +88,7 @@
 pub mod agent;
 pub mod bound;
 pub mod continuous;
+pub mod decide;
 pub mod env;
 pub mod error;
 pub mod hyper;

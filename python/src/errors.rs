@@ -96,7 +96,7 @@ pub fn to_py(error: Error) -> PyErr {
             ArmSetError::new_err(message)
         }
         Error::NotPositiveDefinite { .. } => NumericalError::new_err(message),
-        Error::Misspecified { .. } => MisspecifiedError::new_err(message),
+        Error::Misspecified { .. } | Error::Refuted { .. } => MisspecifiedError::new_err(message),
         Error::Unsupported { .. } => UnsupportedError::new_err(message),
         Error::Snapshot(_) => SnapshotError::new_err(message),
         Error::NotPending { .. } => NotPendingError::new_err(message),

@@ -27,6 +27,7 @@ mod contextual;
 mod continuous_env;
 mod continuous_maximise;
 mod coverage;
+mod decide;
 mod fixed_arms;
 mod forwarding;
 mod gradients_cmm_sketched;
