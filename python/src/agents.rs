@@ -493,6 +493,34 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         crate::optimise::recommend_agent(py, &self.inner)
     }
 
+    /// Plays the arm of largest UCB among `arms` (an (n, d) array), calls `objective` (a 1-D
+    /// float64 array → a number) there and absorbs the value, until a rule holds: `gap` (the
+    /// certified gap ≤ ε), `relative_gap` (≤ the fraction × the range of the values observed
+    /// in the run), `noise_level` (≤ σ, as Makarova et al. 2022) or the `budget` of
+    /// evaluations; every rule is checked before each evaluation. Returns a `CertifiedRun`:
+    /// the final `Certificate` (the bounds intersected over the run's rounds), the rule that
+    /// stopped and the history. With probability ≥ 1 − δ, f(x*) − f(x̂) ≤ `certificate.gap` at
+    /// whichever round it stops, for a bound whose σ, B and kernel were fixed before the data
+    /// (not `AdaptiveNorm`). Raises `InvalidParameterError` for a rule that is not positive and
+    /// finite (before any evaluation), `NonFiniteError` for a NaN or infinite value (not
+    /// absorbed), `MisspecifiedError` when the data refute the bound; an exception raised by
+    /// `objective` propagates. Values absorbed before an error stay absorbed.
+    #[pyo3(signature = (arms, objective, *, budget, gap = None, relative_gap = None, noise_level = None))]
+    #[allow(clippy::too_many_arguments)] // the keyword arguments of the Python method
+    fn run_until(
+        &mut self,
+        py: Python<'_>,
+        arms: &Bound<'_, PyAny>,
+        objective: Py<PyAny>,
+        budget: usize,
+        gap: Option<f64>,
+        relative_gap: Option<f64>,
+        noise_level: Option<f64>,
+    ) -> PyResult<crate::decide::CertifiedRun> {
+        let rule = crate::decide::stopping_rule(budget, gap, relative_gap, noise_level);
+        crate::decide::run_until(py, &mut self.inner, arms, objective, &rule)
+    }
+
     /// Sets how `select_in` searches a box: `starts` space-filling starts scored, the best
     /// `refine` refined for at most `max_iterations` quasi-Newton iterations each, `seed` of the
     /// starts (each at least 1 but the seed; `None` keeps the current value). Returns the agent.

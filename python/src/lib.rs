@@ -13,6 +13,7 @@ mod agents;
 mod arrays;
 mod bounds;
 mod continuous;
+mod decide;
 mod envs;
 mod errors;
 mod hyper;
@@ -38,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     agents::register(m)?;
     envs::register(m)?;
     optimise::register(m)?;
+    decide::register(m)?;
     m.add_function(wrap_pyfunction!(arrays::_conversions, m)?)?;
     Ok(())
 }

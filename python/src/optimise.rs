@@ -106,7 +106,7 @@ pub fn recommend_agent(py: Python<'_>, agent: &UcbAgent<PyAnyBound>) -> PyResult
 /// and its `lcb`, `mean` and `ucb`. Where the bound is valid, f(x) ≥ `lcb`.
 #[pyclass(frozen, module = "kernel_bandits")]
 #[derive(Debug, Clone)]
-pub struct Recommendation(RsRecommendation);
+pub struct Recommendation(pub(crate) RsRecommendation);
 
 #[pymethods]
 impl Recommendation {
@@ -386,18 +386,7 @@ pub fn maximise(
     let raised: Mutex<Option<PyErr>> = Mutex::new(None);
     let result = py.detach(|| {
         kernel_bandits::optimise::maximise(
-            |x: &[f64]| {
-                Python::attach(|py| {
-                    let call = || -> PyResult<f64> {
-                        let arg = PyArray1::from_slice(py, x);
-                        objective.bind(py).call1((arg,))?.extract::<f64>()
-                    };
-                    call().unwrap_or_else(|e| {
-                        *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                        f64::NAN
-                    })
-                })
-            },
+            python_objective(&objective, &raised),
             &domain,
             budget,
             &options,
@@ -407,6 +396,27 @@ pub fn maximise(
         return Err(e);
     }
     Ok(OptimiseResult(result.or_raise()?))
+}
+
+/// `objective` (a Python callable taking a 1-D float64 array) as the Rust loops' objective,
+/// called with the GIL. Its exception, if any, is kept in `raised` and the loop sees NaN, so
+/// that it stops; the caller raises the exception instead of the loop's `NonFiniteError`.
+pub fn python_objective<'a>(
+    objective: &'a Py<PyAny>,
+    raised: &'a Mutex<Option<PyErr>>,
+) -> impl FnMut(&[f64]) -> f64 + 'a {
+    move |x: &[f64]| {
+        Python::attach(|py| {
+            let call = || -> PyResult<f64> {
+                let arg = PyArray1::from_slice(py, x);
+                objective.bind(py).call1((arg,))?.extract::<f64>()
+            };
+            call().unwrap_or_else(|e| {
+                *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                f64::NAN
+            })
+        })
+    }
 }
 
 /// Adds `maximise` and its classes to the module.

@@ -14,7 +14,7 @@ use crate::points::{AsPoints, Points};
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Certificate {
+pub struct RegretCertificate {
     /// x̂: the point of D with the largest lower bound (the lowest index among ties); `index`
     /// is its position in D, `lcb` its lower bound (the running maximum of its lower bounds for
     /// a [`Certifier`]), `mean` and `ucb` the current round's values there.
@@ -57,7 +57,7 @@ pub struct Certificate {
 /// assert_eq!(c.gap, c.upper - b.lcb[2]);
 /// # Ok::<(), kernel_bandits::Error>(())
 /// ```
-pub fn certify<B, A>(bound: &B, arms: &A) -> Result<Certificate>
+pub fn certify<B, A>(bound: &B, arms: &A) -> Result<RegretCertificate>
 where
     B: ConfidenceBound + ?Sized,
     A: AsPoints + ?Sized,
@@ -147,7 +147,7 @@ impl Certifier {
     /// # Errors
     /// As [`certify`]; also [`Error::Refuted`] when a running lower bound exceeds the current
     /// UCB at some arm (impossible on the event E). The certifier is unchanged on error.
-    pub fn update<B: ConfidenceBound + ?Sized>(&mut self, bound: &B) -> Result<Certificate> {
+    pub fn update<B: ConfidenceBound + ?Sized>(&mut self, bound: &B) -> Result<RegretCertificate> {
         let arms = Points::from_row_major(&self.arms, self.dim)?;
         let bounds = checked(bound, &arms)?;
         if let Some(j) = (0..arms.len()).find(|&j| self.lower[j] > bounds.ucb[j]) {
@@ -222,8 +222,8 @@ fn certificate(
     lcb: f64,
     (upper, upper_index): (f64, usize),
     observations: usize,
-) -> Certificate {
-    Certificate {
+) -> RegretCertificate {
+    RegretCertificate {
         recommendation: Recommendation {
             x: arms.to_vec(best),
             index: best,

@@ -71,5 +71,5 @@
 mod certificate;
 mod stopping;
 
-pub use certificate::{Certificate, Certifier, certify};
+pub use certificate::{Certifier, RegretCertificate, certify};
 pub use stopping::{CertifiedRun, Step, Stop, StoppingRule};

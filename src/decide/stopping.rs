@@ -1,6 +1,6 @@
 //! Stopping rules on the certified gap, and the loop that plays until one holds.
 
-use super::certificate::{Certificate, Certifier};
+use super::certificate::{Certifier, RegretCertificate};
 use crate::agent::{BanditAgent, UcbAgent};
 use crate::bound::ConfidenceBound;
 use crate::error::{Error, Result};
@@ -33,6 +33,7 @@ pub struct StoppingRule {
 
 /// Which condition of a [`StoppingRule`] stopped a run (the first that holds, in this order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Stop {
     /// G ≤ ε ([`StoppingRule::gap`]).
@@ -136,7 +137,7 @@ pub struct Step {
     /// The objective's value there.
     pub y: f64,
     /// The certificate after absorbing it.
-    pub certificate: Certificate,
+    pub certificate: RegretCertificate,
 }
 
 /// What [`UcbAgent::run_until`] returns.
@@ -145,11 +146,11 @@ pub struct Step {
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CertifiedRun {
     /// The final certificate (of the bounds intersected over the run's rounds).
-    pub certificate: Certificate,
+    pub certificate: RegretCertificate,
     /// The condition that stopped the run.
     pub stopped_by: Stop,
     /// The certificate before the first evaluation (from the agent's state at the start).
-    pub initial: Certificate,
+    pub initial: RegretCertificate,
     /// Every evaluation, in order, with the certificate after it.
     pub history: Vec<Step>,
 }
