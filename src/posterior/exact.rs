@@ -1010,7 +1010,7 @@ const MEAN_CHUNK: usize = 256;
 /// 8.7 MB block nine times for DMM-UCB's default grid at t = 1000 with 1089 starts.
 fn query_means(cross: &[f64], m: usize, alphas: &[Vec<f64>]) -> Vec<f64> {
     let n_reg = alphas.len();
-    let t = if m == 0 { 0 } else { cross.len() / m };
+    let t = cross.len().checked_div(m).unwrap_or(0);
     let mut means = vec![0.0; n_reg * m];
     if t == 0 || n_reg == 0 {
         return means;
