@@ -167,6 +167,9 @@ impl ConfidenceBound for PyAnyBound {
     fn ucb_term_values(&self, x: &[f64]) -> kernel_bandits::Result<Vec<f64>> {
         each_bound!(self, b => b.ucb_term_values(x))
     }
+    fn ucb_term_values_at(&self, points: &[&[f64]]) -> Vec<kernel_bandits::Result<Vec<f64>>> {
+        each_bound!(self, b => b.ucb_term_values_at(points))
+    }
     fn ucb_gradient_among(
         &self,
         x: &[f64],

@@ -436,7 +436,7 @@ fn refine_all(
     starts: &[f64],
     chosen: &[usize],
     observations: usize,
-    refine_one: impl Fn(&[f64]) -> Result<crate::continuous::Maximum> + Sync,
+    refine_one: impl Fn(usize, &[f64]) -> Result<crate::continuous::Maximum> + Sync,
 ) -> Result<Vec<crate::continuous::Maximum>> {
     let d = domain.dim();
     let mut slots: Vec<Option<Result<crate::continuous::Maximum>>> = vec![None; chosen.len()];
@@ -444,7 +444,7 @@ fn refine_all(
     let work = 50 * observations * observations;
     crate::parallel::for_each_chunk(&mut slots, 1, work, |i, slot| {
         let j = chosen[i];
-        slot[0] = Some(refine_one(&starts[j * d..(j + 1) * d]));
+        slot[0] = Some(refine_one(i, &starts[j * d..(j + 1) * d]));
     });
     slots
         .into_iter()
@@ -491,7 +491,10 @@ fn lowest_term(values: &[f64], among: impl Iterator<Item = usize>) -> Option<usi
 /// and every term outside S is strictly above it, hence above min_S in a neighbourhood: a
 /// local maximiser of min_S there is one of U. Each step computes the terms of S only (one
 /// forward substitution each for DMM-UCB) rather than all of them; a bound of one term is
-/// refined on [`ConfidenceBound::ucb_gradient`] directly.
+/// refined on [`ConfidenceBound::ucb_gradient`] directly. `at_start` is
+/// [`ConfidenceBound::ucb_term_values`] at `start` (for a bound of more than one term; the
+/// caller computes it for all its starts at once); the terms at a point the refinement
+/// returns unmoved (bitwise) are those already known there, not computed again.
 ///
 /// [`Maximum::value`](crate::continuous::Maximum::value) is U at the point (the minimum of
 /// every term), [`Maximum::converged`](crate::continuous::Maximum::converged) whether the
@@ -500,6 +503,7 @@ fn refine_ucb<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
     start: &[f64],
+    at_start: Option<Result<Vec<f64>>>,
     max_iterations: usize,
 ) -> Result<crate::continuous::Maximum> {
     let count = bound.ucb_terms();
@@ -508,10 +512,15 @@ fn refine_ucb<B: ConfidenceBound + ?Sized>(
             bound.ucb_gradient(x)
         });
     }
-    let at_start = bound.ucb_term_values(start)?;
+    let at_start = match at_start {
+        Some(values) => values?,
+        None => bound.ucb_term_values(start)?,
+    };
     let first = lowest_term(&at_start, 0..count).unwrap_or(0);
     let mut terms = vec![first];
     let mut from = start.to_vec();
+    // The terms at `from`.
+    let mut known = at_start.clone();
     let (mut iterations, mut evaluations) = (0, 1);
     loop {
         let found = refine_on(
@@ -521,8 +530,13 @@ fn refine_ucb<B: ConfidenceBound + ?Sized>(
             &|x: &[f64]| bound.ucb_gradient_among(x, &terms),
         )?;
         iterations += found.iterations;
-        evaluations += found.evaluations + 1;
-        let values = bound.ucb_term_values(&found.point)?;
+        evaluations += found.evaluations;
+        let values = if found.point == from {
+            known
+        } else {
+            evaluations += 1;
+            bound.ucb_term_values(&found.point)?
+        };
         let inside = lowest_term(&values, terms.iter().copied()).unwrap_or(first);
         let missing: Vec<usize> = (0..count)
             .filter(|r| {
@@ -545,6 +559,7 @@ fn refine_ucb<B: ConfidenceBound + ?Sized>(
         terms.extend(missing);
         terms.sort_unstable();
         from = found.point;
+        known = values;
     }
 }
 
@@ -572,8 +587,28 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
         .count();
     let top = bound.top_ucb(&points, options.refine + pending_starts)?;
     let chosen = &top[..options.refine.min(top.len())];
-    let refined = refine_all(domain, starts, chosen, bound.len(), |start| {
-        refine_ucb(bound, domain, start, options.max_iterations)
+    // The terms at every chosen start at once (each of DMM-UCB's factors read once for all).
+    let at_starts: Vec<Option<Result<Vec<f64>>>> = if bound.ucb_terms() > 1 {
+        let points: Vec<&[f64]> = chosen
+            .iter()
+            .map(|&j| &starts[j * d..(j + 1) * d])
+            .collect();
+        bound
+            .ucb_term_values_at(&points)
+            .into_iter()
+            .map(Some)
+            .collect()
+    } else {
+        vec![None; chosen.len()]
+    };
+    let refined = refine_all(domain, starts, chosen, bound.len(), |i, start| {
+        refine_ucb(
+            bound,
+            domain,
+            start,
+            at_starts[i].clone(),
+            options.max_iterations,
+        )
     })?;
     // The refined points and the best starts, scored together: the best that is not pending
     // (a pending point at the maximiser, say a corner the refinements converge onto, gives way
@@ -641,7 +676,7 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
         starts,
         &chosen,
         bound.len() + pending.len(),
-        |start| {
+        |_, start| {
             refine_on(domain, start, options.max_iterations, &|x: &[f64]| {
                 conditioned.variance_gradient(x)
             })

@@ -506,6 +506,9 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
         self.inner.ucb_term_values(x)
     }
+    fn ucb_term_values_at(&self, points: &[&[f64]]) -> Vec<Result<Vec<f64>>> {
+        self.inner.ucb_term_values_at(points)
+    }
     fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
         self.inner.ucb_gradient_among(x, terms)
     }

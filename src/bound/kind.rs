@@ -405,6 +405,9 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
         dispatch!(self, b => b.ucb_term_values(x))
     }
+    fn ucb_term_values_at(&self, points: &[&[f64]]) -> Vec<Result<Vec<f64>>> {
+        dispatch!(self, b => b.ucb_term_values_at(points))
+    }
     fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
         dispatch!(self, b => b.ucb_gradient_among(x, terms))
     }

@@ -353,6 +353,30 @@ pub(crate) fn exact_ucb_terms<K: Kernel>(
         .collect())
 }
 
+/// The `ucb_term_values_at` of every exact bound: [`exact_ucb_terms`] at each point, the same
+/// bits and errors, with each factor read once for all the points
+/// ([`ExactPosterior::point_values_at`](crate::posterior::ExactPosterior)).
+pub(crate) fn exact_ucb_terms_at<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    points: &[&[f64]],
+) -> Vec<Result<Vec<f64>>> {
+    let widths = match checked_widths(widths) {
+        Ok(widths) => widths,
+        Err(e) => return points.iter().map(|_| Err(e.clone())).collect(),
+    };
+    posterior
+        .point_values_at(points)
+        .into_iter()
+        .map(|values| {
+            let values = values?;
+            Ok((0..widths.len())
+                .map(|r| values.means[r] + widths[r] * values.variances[r].sqrt())
+                .collect())
+        })
+        .collect()
+}
+
 /// `terms` sorted and without repeats, if it is not empty and every term is below `count`.
 fn checked_terms(terms: &[usize], count: usize) -> Result<Vec<usize>> {
     if let Some(&r) = terms.iter().find(|&&r| r >= count) {
@@ -691,6 +715,15 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         Ok(vec![self.ucb_gradient(x)?.0])
     }
 
+    /// [`ConfidenceBound::ucb_term_values`] at each of `points`, one result per point, each
+    /// the same (bits and error) as the call at that point alone. The provided method makes
+    /// those calls; the exact bounds read each factor once for all the points (DMM-UCB's
+    /// refinements of [`BanditAgent::select_in`](crate::agent::BanditAgent::select_in) start
+    /// from five points and nine factors). Wrappers must forward it.
+    fn ucb_term_values_at(&self, points: &[&[f64]]) -> Vec<Result<Vec<f64>>> {
+        points.iter().map(|x| self.ucb_term_values(x)).collect()
+    }
+
     /// min_{r ∈ terms} U_r(x), an upper bound on U(x) equal to it wherever a term of `terms`
     /// attains the minimum, and its gradient (the active term's, the lowest index among ties,
     /// as for [`BoundGradient`]); only those terms are computed (for DMM-UCB, one forward
@@ -900,6 +933,9 @@ macro_rules! forward_bound {
             fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
                 (**self).ucb_term_values(x)
             }
+            fn ucb_term_values_at(&self, points: &[&[f64]]) -> Vec<Result<Vec<f64>>> {
+                (**self).ucb_term_values_at(points)
+            }
             fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
                 (**self).ucb_gradient_among(x, terms)
             }
@@ -987,6 +1023,13 @@ macro_rules! forward_posterior {
         fn ucb_term_values(&self, x: &[f64]) -> $crate::error::Result<Vec<f64>> {
             let $b = self;
             $crate::bound::exact_ucb_terms(&self.posterior, &$widths, x)
+        }
+        fn ucb_term_values_at(
+            &self,
+            points: &[&[f64]],
+        ) -> Vec<$crate::error::Result<Vec<f64>>> {
+            let $b = self;
+            $crate::bound::exact_ucb_terms_at(&self.posterior, &$widths, points)
         }
         fn ucb_gradient_among(
             &self,

@@ -180,6 +180,21 @@ impl CholeskyFactor {
         }
     }
 
+    /// L⁻¹bⱼ in place for every column bⱼ of `columns`, each the same bits as
+    /// [`CholeskyFactor::forward_solve`] of it alone (the same dot products in the same order),
+    /// but row by row across the columns, so that the factor is read once for all of them:
+    /// at t = 1000 a pass over one of DMM-UCB's nine factors costs about as much for five
+    /// columns as for one.
+    pub(crate) fn forward_solve_columns(&self, columns: &mut [Vec<f64>]) {
+        debug_assert!(columns.iter().all(|b| b.len() == self.len));
+        for i in 0..self.len {
+            let row = self.row(i);
+            for b in columns.iter_mut() {
+                b[i] = (b[i] - dot(&row[..i], &b[..i])) / row[i];
+            }
+        }
+    }
+
     /// V = L⁻¹B in place, for B given row-major (t × m) in `rhs`: in blocks of columns (spread
     /// over the cores with the `parallel` feature; the same bits on any number of threads),
     /// each storage block of rows by a GEMM update with the rows already solved, then a

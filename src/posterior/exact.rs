@@ -862,21 +862,8 @@ impl<K: Kernel> ExactPosterior<K> {
             let prior_variance = self.query_kernel(points, query_points, cross)?;
 
             // μ_r at every point, regulariser-major.
-            let mut means = vec![0.0; n_reg * m];
-            if t > 0 {
-                let cross: &[f64] = cross;
-                for (factor, mean) in self.factors.iter().zip(means.chunks_exact_mut(m)) {
-                    let alpha = factor.weights();
-                    crate::parallel::for_each_chunk(mean, MEAN_CHUNK, 2 * t * m, |c, out| {
-                        let first = c * MEAN_CHUNK;
-                        for (row, &a) in cross.chunks_exact(m).zip(&alpha) {
-                            for (mu, &k) in out.iter_mut().zip(&row[first..]) {
-                                *mu += k * a;
-                            }
-                        }
-                    });
-                }
-            }
+            let alphas: Vec<Vec<f64>> = self.factors.iter().map(|f| f.weights()).collect();
+            let means = query_means(cross, m, &alphas);
             // Bounds from a few nearby observations let most points drop before any row is
             // solved (see `local`), where the data are dense at the scale of the kernel. They
             // are not computed after a downdate or a clamped pivot, which their rounding
@@ -1010,8 +997,49 @@ fn non_finite_at_observation() -> Error {
     }
 }
 
-/// Points per chunk of the mean accumulation in [`ExactPosterior::argmax_upper`].
-const MEAN_CHUNK: usize = 1024;
+/// Points per chunk of the mean accumulation in [`ExactPosterior::argmax_upper`]: every
+/// regulariser's means of a chunk (nine × 2 kB for DMM-UCB's default) stay in the L1 cache
+/// while the cross block's rows stream past once.
+const MEAN_CHUNK: usize = 256;
+
+/// μ_r(x_j) = Σᵢ k(xᵢ, x_j) α_{r,i} for every regulariser r (weights `alphas[r]`, t entries)
+/// and every point j of the row-major t × m cross block `cross`, regulariser-major
+/// (`means[r * m + j]`), each summed over i in order (`μ += k·α`, from 0): one pass over the
+/// block for all the regularisers, in chunks of [`MEAN_CHUNK`] points (spread over the cores
+/// with the `parallel` feature; the same bits either way). One pass per regulariser read the
+/// 8.7 MB block nine times for DMM-UCB's default grid at t = 1000 with 1089 starts.
+fn query_means(cross: &[f64], m: usize, alphas: &[Vec<f64>]) -> Vec<f64> {
+    let n_reg = alphas.len();
+    let t = cross.len().checked_div(m).unwrap_or(0);
+    let mut means = vec![0.0; n_reg * m];
+    if t == 0 || n_reg == 0 {
+        return means;
+    }
+    // Chunk-major: chunk c holds the means of its points, regulariser-major within it.
+    let mut chunked = vec![0.0; n_reg * m];
+    let work = 2 * t * m * n_reg;
+    crate::parallel::for_each_chunk(&mut chunked, n_reg * MEAN_CHUNK, work, |c, out| {
+        let first = c * MEAN_CHUNK;
+        let width = out.len() / n_reg;
+        for (i, row) in cross.chunks_exact(m).enumerate() {
+            let row = &row[first..first + width];
+            for (mean, alpha) in out.chunks_exact_mut(width).zip(alphas) {
+                let a = alpha[i];
+                for (mu, &k) in mean.iter_mut().zip(row) {
+                    *mu += k * a;
+                }
+            }
+        }
+    });
+    for (c, chunk) in chunked.chunks(n_reg * MEAN_CHUNK).enumerate() {
+        let first = c * MEAN_CHUNK;
+        let width = chunk.len() / n_reg;
+        for (r, mean) in chunk.chunks_exact(width).enumerate() {
+            means[r * m + first..r * m + first + width].copy_from_slice(mean);
+        }
+    }
+    means
+}
 
 /// U(x_j) = min_r (μ_r(x_j) + w_r ρ_r(x_j)) at every point of a batch.
 fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {
@@ -1093,6 +1121,42 @@ mod tests {
     use super::*;
     use crate::kernel::Matern;
     use crate::points::AsPoints;
+
+    /// The one-pass means of every regulariser equal, bit for bit, the sum over the
+    /// observations in order for each (regulariser, point) taken one at a time: 1 and 9
+    /// regularisers, point counts around the chunk of 256 (1, 255, 256, 257, 1089), t = 1, 3
+    /// and 130, entries spanning six orders of magnitude so that the order of summation shows.
+    #[test]
+    fn query_means_sum_each_point_in_order() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for n_reg in [1, 9] {
+            for m in [1, 255, 256, 257, 1089] {
+                for t in [1, 3, 130] {
+                    let scale = |v: f64| (v - 0.5) * 10f64.powi((6.0 * v) as i32);
+                    let cross: Vec<f64> = (0..t * m).map(|_| scale(rng.random())).collect();
+                    let alphas: Vec<Vec<f64>> = (0..n_reg)
+                        .map(|_| (0..t).map(|_| scale(rng.random())).collect())
+                        .collect();
+                    let means = query_means(&cross, m, &alphas);
+                    for (r, alpha) in alphas.iter().enumerate() {
+                        for j in 0..m {
+                            let mut mu = 0.0;
+                            for (i, &a) in alpha.iter().enumerate() {
+                                mu += cross[i * m + j] * a;
+                            }
+                            assert_eq!(
+                                means[r * m + j].to_bits(),
+                                mu.to_bits(),
+                                "n_reg = {n_reg}, m = {m}, t = {t}: μ_{r}(x_{j}) = {}, the \
+                                 in-order sum {mu}",
+                                means[r * m + j]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     /// A drifted factor (every pivot off by 10⁻⁶, far beyond rounding) is caught by the next
     /// scheduled check and recomputed from scratch: the bounds then equal a fresh posterior's.

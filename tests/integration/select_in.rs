@@ -718,3 +718,179 @@ fn select_in_beats_every_start_with_the_maximiser_pending() {
         }
     }
 }
+
+/// The default DMM-UCB (the adaptive scale: nine regularisers) after `t` observations of a
+/// function that peaks inside the cube near (0.6, …), at points of a fixed seed in [0, 1]^d.
+fn default_dmm(d: usize, t: usize) -> UcbAgent<Dmm<Matern>> {
+    let mut agent = UcbAgent::new(
+        Dmm::new(
+            Matern::new(2.5, 0.5).unwrap(),
+            BoundParams::new().sigma(0.1).norm_bound(4.0),
+        )
+        .unwrap(),
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(7 + t as u64);
+    for _ in 0..t {
+        let x: Vec<f64> = (0..d).map(|_| rng.random()).collect();
+        let y = -x.iter().map(|v| (v - 0.6) * (v - 0.6)).sum::<f64>() * 4.0 + (5.0 * x[0]).sin();
+        agent.update(&x, y + 0.05 * rng.random::<f64>()).unwrap();
+    }
+    agent
+}
+
+/// `ucb_term_values_at` (each factor read once for all the points) gives the bits of
+/// `ucb_term_values` at each point alone, and its error, after every observation of a default
+/// DMM-UCB (nine terms) from 0 to 300 (across the factors' 128-row storage blocks), at 7 points
+/// including an observed one and the box's corners; a point of the wrong dimension gets the
+/// error of the single call while the others keep their values.
+#[test]
+fn batched_term_values_match_one_point_at_a_time() {
+    let d = 2;
+    let mut dmm = Dmm::new(
+        Matern::new(2.5, 0.5).unwrap(),
+        BoundParams::new().sigma(0.1).norm_bound(4.0),
+    )
+    .unwrap();
+    assert_eq!(dmm.ucb_terms(), 9);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut first = vec![];
+    for t in 0..=300 {
+        if t % 7 == 0 || t == 129 || t == 256 || t == 300 {
+            let mut points: Vec<Vec<f64>> = vec![
+                vec![0.0, 0.0],
+                vec![1.0, 1.0],
+                vec![0.25, 0.75],
+                vec![0.5],
+                vec![0.9, 0.1],
+                vec![0.33, 0.5],
+            ];
+            if !first.is_empty() {
+                points.push(first.clone());
+            }
+            let refs: Vec<&[f64]> = points.iter().map(|p| p.as_slice()).collect();
+            let batched = dmm.ucb_term_values_at(&refs);
+            assert_eq!(batched.len(), refs.len());
+            for (x, got) in refs.iter().zip(&batched) {
+                let alone = dmm.ucb_term_values(x);
+                match (got, &alone) {
+                    (Ok(got), Ok(alone)) => {
+                        let (got, alone): (Vec<u64>, Vec<u64>) = (
+                            got.iter().map(|v| v.to_bits()).collect(),
+                            alone.iter().map(|v| v.to_bits()).collect(),
+                        );
+                        assert_eq!(got, alone, "t = {t}, x = {x:?}: batched terms differ");
+                    }
+                    (Err(got), Err(alone)) => assert_eq!(got, alone, "t = {t}, x = {x:?}"),
+                    _ => panic!("t = {t}, x = {x:?}: batched {got:?}, alone {alone:?}"),
+                }
+            }
+        }
+        let x: Vec<f64> = (0..d).map(|_| rng.random()).collect();
+        if first.is_empty() {
+            first = x.clone();
+        }
+        dmm.observe(&x, (4.0 * x[0]).sin() + x[1]).unwrap();
+    }
+}
+
+/// select_in's UCB search as it was before the refinements' terms were batched and reused:
+/// every start's terms by `ucb_term_values` alone, and the terms at the point every
+/// refinement returns computed again (the reference for the test below; no pending points).
+fn select_in_unbatched(agent: &UcbAgent<Dmm<Matern>>, domain: &BoxDomain) -> (Vec<f64>, f64) {
+    use kernel_bandits::continuous::{RefineOptions, refine};
+    let d = domain.dim();
+    let bound = agent.bound();
+    let options = agent.continuous();
+    let starts = agent.next_starts(domain);
+    let points = Points::from_row_major(&starts, d).unwrap();
+    let top = bound.top_ucb(&points, options.refine).unwrap();
+    let count = bound.ucb_terms();
+    let lowest = |values: &[f64], among: &[usize]| {
+        let mut best: Option<usize> = None;
+        for &r in among {
+            if best.is_none_or(|b| values[r] < values[b]) {
+                best = Some(r);
+            }
+        }
+        best.unwrap()
+    };
+    let mut finalists = vec![];
+    for &j in &top {
+        let start = &starts[j * d..(j + 1) * d];
+        let at_start = bound.ucb_term_values(start).unwrap();
+        let all: Vec<usize> = (0..count).collect();
+        let first = lowest(&at_start, &all);
+        let mut terms = vec![first];
+        let (mut from, mut iterations) = (start.to_vec(), 0);
+        loop {
+            let mut f = |x: &[f64]| bound.ucb_gradient_among(x, &terms);
+            let found = refine(
+                domain,
+                &from,
+                &mut f,
+                &RefineOptions {
+                    max_iterations: options.max_iterations - iterations,
+                    ..RefineOptions::default()
+                },
+            )
+            .unwrap();
+            iterations += found.iterations;
+            let values = bound.ucb_term_values(&found.point).unwrap();
+            let inside = lowest(&values, &terms);
+            let missing: Vec<usize> = (0..count)
+                .filter(|r| {
+                    !terms.contains(r)
+                        && values[*r].partial_cmp(&values[inside])
+                            != Some(std::cmp::Ordering::Greater)
+                })
+                .collect();
+            if missing.is_empty() || iterations >= options.max_iterations {
+                finalists.extend_from_slice(&found.point);
+                break;
+            }
+            terms.extend(missing);
+            terms.sort_unstable();
+            from = found.point;
+        }
+    }
+    for &j in &top {
+        finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
+    }
+    let scores = ucb_at(bound, &finalists, d);
+    let best = (0..scores.len())
+        .max_by(|&a, &b| scores[a].total_cmp(&scores[b]).then(b.cmp(&a)))
+        .unwrap();
+    (finalists[best * d..(best + 1) * d].to_vec(), scores[best])
+}
+
+/// The default DMM-UCB's `select_in` returns the bits of the unbatched search above (the same
+/// point and UCB), d = 2, 3 and 6, t = 40 (every start solved), 150 and 300 (the pruned
+/// ranking, local bounds from 256): refinements that move, add terms, and stay at corners.
+#[test]
+fn select_in_matches_the_unbatched_refinements() {
+    let mut moved = 0;
+    for d in [2, 3, 6] {
+        for t in [40, 150, 300] {
+            let domain = BoxDomain::unit(d).unwrap();
+            let mut agent = default_dmm(d, t);
+            for round in 0..2 {
+                let (point, ucb) = select_in_unbatched(&agent, &domain);
+                let choice = agent.select_in(&domain).unwrap();
+                assert_eq!(
+                    (choice.point.clone(), choice.ucb.to_bits()),
+                    (point.clone(), ucb.to_bits()),
+                    "d = {d}, t = {t}, round {round}: select_in chose {:?} (UCB {}), the \
+                     unbatched search {point:?} (UCB {ucb})",
+                    choice.point,
+                    choice.ucb
+                );
+                moved += usize::from(choice.iterations > 0);
+            }
+        }
+    }
+    // Refinements that move are covered, not only stationary corners.
+    assert!(
+        moved >= 6,
+        "only {moved} choices came from a moving refinement"
+    );
+}
