@@ -28,7 +28,8 @@ mod table;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kernel_bandits::bound::{BoundKind, BoundParams, UnknownBound};
 
 /// Confidence bounds for kernel bandits and sequential kernel regression.
@@ -92,9 +93,14 @@ impl Assumptions {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Whether `--sigma` was typed (not its default): `bounds --fit` then holds σ at it.
+    let sigma_given = matches
+        .subcommand_matches("bounds")
+        .is_some_and(|m| m.value_source("sigma") == Some(ValueSource::CommandLine));
     let result = match cli.command {
-        Command::Bounds(args) => bounds::run(&args),
+        Command::Bounds(args) => bounds::run(&args, sigma_given),
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => reproduce::demo(&args),
         Command::Reproduce { experiment } => reproduce::run(&experiment),
