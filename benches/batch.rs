@@ -1,7 +1,7 @@
 //! Continuous selection and batches (issue: continuous domains, batches, pending evaluations):
-//! `select_in` on [0, 1]³ and `select_batch` over 100 fresh arms, for AMM and DMM at
-//! t ∈ {100, 1000} (d = 3, Matérn 5/2 with ℓ = 0.5, the parameters of Flynn & Reeb 2024 §7),
-//! and one UCB gradient.
+//! `select_in` on [0, 1]³ and [0, 1]⁶ and `select_batch` over 100 fresh arms, for AMM and DMM
+//! at t ∈ {100, 1000} (Matérn 5/2 with ℓ = 0.5, the parameters of Flynn & Reeb 2024 §7), and
+//! one UCB gradient (d = 3).
 
 use std::hint::black_box;
 
@@ -13,9 +13,9 @@ use rand::{RngExt, SeedableRng};
 
 const DIM: usize = 3;
 
-fn bound(name: &str) -> AnyBound<Matern> {
+fn bound(name: &str, d: usize) -> AnyBound<Matern> {
     let kernel = Matern::new(2.5, 0.5).unwrap();
-    let params = BoundParams::paper_defaults(&kernel, DIM, 1000);
+    let params = BoundParams::paper_defaults(&kernel, d, 1000);
     match name {
         "amm" => AnyBound::Amm(Amm::new(kernel, params).unwrap()),
         "dmm" => AnyBound::Dmm(Dmm::new(kernel, params).unwrap()),
@@ -23,12 +23,17 @@ fn bound(name: &str) -> AnyBound<Matern> {
     }
 }
 
-/// An agent after t observations of a smooth function at uniform points.
+/// An agent after t observations of a smooth function at uniform points of [0, 1]³.
 fn agent(name: &str, t: usize) -> UcbAgent<AnyBound<Matern>> {
+    agent_in(name, t, DIM)
+}
+
+/// An agent after t observations of a smooth function at uniform points of [0, 1]^d (d ≥ 3).
+fn agent_in(name: &str, t: usize, d: usize) -> UcbAgent<AnyBound<Matern>> {
     let mut rng = ChaCha8Rng::seed_from_u64(t as u64);
-    let mut agent = UcbAgent::new(bound(name));
+    let mut agent = UcbAgent::new(bound(name, d));
     for _ in 0..t {
-        let x: [f64; DIM] = [rng.random(), rng.random(), rng.random()];
+        let x: Vec<f64> = (0..d).map(|_| rng.random()).collect();
         let y = (4.0 * x[0]).sin() + x[1] * x[2] + 0.1 * rng.random::<f64>();
         agent.update(&x, y).unwrap();
     }
@@ -36,15 +41,23 @@ fn agent(name: &str, t: usize) -> UcbAgent<AnyBound<Matern>> {
 }
 
 fn continuous(c: &mut Criterion) {
-    let domain = BoxDomain::unit(DIM).unwrap();
     let mut group = c.benchmark_group("select_in");
     group.sample_size(10);
-    for t in [100, 1000] {
-        for name in ["amm", "dmm"] {
-            let mut agent = agent(name, t);
-            group.bench_with_input(BenchmarkId::new(name, t), &t, |b, _| {
-                b.iter(|| black_box(agent.select_in(&domain).unwrap()))
-            });
+    for d in [3, 6] {
+        let domain = BoxDomain::unit(d).unwrap();
+        for t in [100, 1000] {
+            for name in ["amm", "dmm"] {
+                let mut agent = agent_in(name, t, d);
+                // d = 3 keeps the names of the earlier runs.
+                let id = if d == DIM {
+                    name.to_string()
+                } else {
+                    format!("{name}/d{d}")
+                };
+                group.bench_with_input(BenchmarkId::new(id, t), &t, |b, _| {
+                    b.iter(|| black_box(agent.select_in(&domain).unwrap()))
+                });
+            }
         }
     }
     group.finish();

@@ -1,7 +1,9 @@
 //! One UCB round (select over 100 fresh arms, then update) at t ∈ {100, 500, 1000}, d = 3,
 //! Matérn 5/2 with ℓ = 0.5, for every exact bound; and, for comparison, the full evaluation of
 //! all 100 arms' bounds at t = 1000 (what selection did before it pruned arms); and the
-//! fixed-arm path against the fresh one on 1000 arms offered every round.
+//! fixed-arm path against the fresh one on 1000 arms offered every round; and the same rounds
+//! with the adaptive covariance scale (the default of `BoundParams::new`) against the paper's
+//! fixed c.
 
 use std::hint::black_box;
 
@@ -21,7 +23,14 @@ fn uniform_points(rng: &mut ChaCha8Rng, n: usize) -> Vec<[f64; DIM]> {
 
 fn make_bound(name: &str) -> Box<dyn ConfidenceBound> {
     let kernel = Matern::new(2.5, 0.5).unwrap();
-    let params = BoundParams::paper_defaults(&kernel, DIM, 1000);
+    let mut params = BoundParams::paper_defaults(&kernel, DIM, 1000);
+    let name = match name.strip_suffix("-adaptive") {
+        Some(base) => {
+            params = params.adaptive_scale();
+            base
+        }
+        None => name,
+    };
     match name {
         "ay" => Box::new(Ay::new(kernel, params).unwrap()),
         "igp" => Box::new(Igp::new(kernel, params).unwrap()),
@@ -45,6 +54,13 @@ fn select_and_update(c: &mut Criterion) {
         "cmm_select_update_100_arms",
         &[100, 200, 500, 1000],
         &["cmm", "dmm"],
+    );
+    // The adaptive scale (the default) against the paper's fixed c.
+    round_group(
+        c,
+        "adaptive_scale_select_update_100_arms",
+        &[100, 1000],
+        &["amm", "amm-adaptive", "dmm", "dmm-adaptive"],
     );
 }
 
@@ -116,6 +132,17 @@ fn fixed_arms(c: &mut Criterion) {
     let params = BoundParams::paper_defaults(&kernel, DIM, 1000);
     fixed_pair(&mut group, "amm", Amm::new(kernel, params).unwrap());
     fixed_pair(&mut group, "dmm", Dmm::new(kernel, params).unwrap());
+    let adaptive = params.adaptive_scale();
+    fixed_pair(
+        &mut group,
+        "amm-adaptive",
+        Amm::new(kernel, adaptive).unwrap(),
+    );
+    fixed_pair(
+        &mut group,
+        "dmm-adaptive",
+        Dmm::new(kernel, adaptive).unwrap(),
+    );
     group.finish();
 }
 
@@ -155,5 +182,36 @@ fn fixed_pair<B: ConfidenceBound + Clone>(
     }
 }
 
-criterion_group!(benches, select_and_update, evaluate_all, fixed_arms);
+/// A whole run from t = 0 to 1024 on 1000 fixed arms, the paper's fixed c against the adaptive
+/// scale: the adaptive AMM re-chooses c at t = 1, 2, 4, …, 512, 1024 (an eigendecomposition
+/// each, and a refactorisation when the choice changes), which the steady-state rounds above do
+/// not see; this total includes it.
+fn full_runs(c: &mut Criterion) {
+    let mut group = c.benchmark_group("run_1024_rounds_1000_fixed_arms");
+    group.sample_size(10);
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let arms = uniform_points(&mut rng, 1000);
+    for name in ["amm", "amm-adaptive", "dmm", "dmm-adaptive"] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut agent = UcbAgent::new(make_bound(name)).with_arm_set(&arms).unwrap();
+                for _ in 0..1024 {
+                    let i = agent.select(&arms).unwrap();
+                    let y = (arms[i][0] * 6.0).sin();
+                    agent.update(&arms[i], y).unwrap();
+                }
+                black_box(agent.bound().len())
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    select_and_update,
+    evaluate_all,
+    fixed_arms,
+    full_runs
+);
 criterion_main!(benches);

@@ -90,6 +90,7 @@ pub mod hyper;
 pub mod kernel;
 mod linalg;
 pub mod nonstationary;
+pub mod optimise;
 pub mod parallel;
 pub mod points;
 pub mod posterior;

@@ -54,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result, SnapshotError};
 
 /// The version of the snapshot encoding this crate writes and reads.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The `format` tag of a JSON snapshot.
 const FORMAT: &str = "kernel-bandits-snapshot";

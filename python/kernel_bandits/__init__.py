@@ -58,8 +58,10 @@ from ._core import (
     NormDoubling,
     NotPendingError,
     NumericalError,
+    OptimiseResult,
     RandomAgent,
     Rbf,
+    Recommendation,
     RegretTrace,
     ReplicateEstimate,
     ResidualEstimate,
@@ -78,8 +80,10 @@ from ._core import (
     log_marginal_likelihood,
     log_marginal_likelihood_gradient,
     make_bound,
+    maximise,
     paper_defaults,
 )
+from ._values import BoundValues, MisspecificationWarning, PendingWarning
 
 __all__ = [
     "AdaptiveNorm",
@@ -89,6 +93,7 @@ __all__ = [
     "Bkb",
     "Bound",
     "BoundGradient",
+    "BoundValues",
     "BoxDomain",
     "Certificate",
     "Choice",
@@ -109,6 +114,7 @@ __all__ = [
     "LikelihoodGradient",
     "Linear",
     "Matern",
+    "MisspecificationWarning",
     "MisspecifiedError",
     "NoArmsError",
     "NoiseEstimate",
@@ -116,8 +122,11 @@ __all__ = [
     "NormDoubling",
     "NotPendingError",
     "NumericalError",
+    "PendingWarning",
+    "OptimiseResult",
     "RandomAgent",
     "Rbf",
+    "Recommendation",
     "RegretTrace",
     "ReplicateEstimate",
     "ResidualEstimate",
@@ -136,5 +145,6 @@ __all__ = [
     "log_marginal_likelihood",
     "log_marginal_likelihood_gradient",
     "make_bound",
+    "maximise",
     "paper_defaults",
 ]

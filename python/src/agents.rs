@@ -15,8 +15,8 @@ use numpy::{PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::arrays::{elements, matrix, rows, vector};
-use crate::bounds::{BoundArrays, PyAnyBound, PyBound, evaluate};
+use crate::arrays::{elements, matrix, rows, target, vector};
+use crate::bounds::{PyAnyBound, PyBound, evaluate, observed, warn_misspecified};
 use crate::continuous::{self, PyChoice};
 use crate::errors::{InvalidParameterError, OrRaise};
 use crate::kernels::{AnyKernel, Kernel};
@@ -30,10 +30,47 @@ fn select(py: Python<'_>, agent: &mut Agent, arms: &Bound<'_, PyAny>) -> PyResul
         .or_raise()
 }
 
-fn update(py: Python<'_>, agent: &mut Agent, x: &Bound<'_, PyAny>, y: f64) -> PyResult<()> {
+fn update(
+    py: Python<'_>,
+    agent: &mut Agent,
+    x: &Bound<'_, PyAny>,
+    y: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let y = target(y, "y")?;
     let xa = vector(x, "x")?;
     let xs = elements(&xa);
-    py.detach(|| agent.update(xs, y)).or_raise()
+    let pending = agent.pending_len();
+    py.detach(|| agent.update(xs, y)).or_raise()?;
+    warn_unresolved(py, pending, agent.pending_len())
+}
+
+/// A `PendingWarning` when an update resolved none of the `before` pending evaluations (the
+/// observation is absorbed all the same).
+fn warn_unresolved(py: Python<'_>, before: usize, after: usize) -> PyResult<()> {
+    if before == 0 || after < before {
+        return Ok(());
+    }
+    let message = format!(
+        "update resolved none of the {before} pending evaluation(s): the point is not one handed \
+         out or registered with pending (bitwise, or within a relative 1e-5 in every \
+         coordinate), so they stay pending and keep steering the next choices. The observation \
+         is absorbed; pass the very point handed out, or withdraw the pending one (see \
+         agent.pending_points)"
+    );
+    let category = py
+        .import("kernel_bandits._values")?
+        .getattr("PendingWarning")?;
+    let message = std::ffi::CString::new(message).expect("no NUL byte");
+    PyErr::warn(py, &category, &message, 1)
+}
+
+/// A `MisspecificationWarning` before a selection if `bound`'s confidence set is empty: the
+/// agent goes on (`misspecification="report"`), but not silently.
+fn warn_if_refuted(py: Python<'_>, bound: &(impl ConfidenceBound + ?Sized)) -> PyResult<()> {
+    match py.detach(|| bound.diagnostics()).describe() {
+        Some(what) => warn_misspecified(py, &what),
+        None => Ok(()),
+    }
 }
 
 fn select_contextual(
@@ -58,13 +95,16 @@ fn update_contextual(
     agent: &mut Agent,
     context: &Bound<'_, PyAny>,
     action: &Bound<'_, PyAny>,
-    y: f64,
+    y: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
+    let y = target(y, "y")?;
     let ca = vector(context, "context")?;
     let aa = vector(action, "action")?;
     let (cs, acts) = (elements(&ca), elements(&aa));
+    let pending = agent.pending_len();
     py.detach(|| agent.update_contextual(cs, acts, y))
-        .or_raise()
+        .or_raise()?;
+    warn_unresolved(py, pending, agent.pending_len())
 }
 
 fn select_in(py: Python<'_>, agent: &mut Agent, domain: &Bound<'_, PyAny>) -> PyResult<PyChoice> {
@@ -88,6 +128,13 @@ fn select_batch<'py>(
             expected: "a batch of at least one point",
         })
         .or_raise();
+    }
+    if arms_or_domain.cast::<PyList>().is_ok_and(|l| l.len() == 2) {
+        // `[lo, hi]` meant as a box would otherwise be two arms, silently.
+        return Err(InvalidParameterError::new_err(
+            "select_batch: a list of two elements is ambiguous: for a box give BoxDomain(lo, hi) \
+             or a tuple (lo, hi); for two arms give a 2-D array, numpy.asarray(arms)",
+        ));
     }
     if continuous::is_domain(arms_or_domain, false) {
         let domain = continuous::domain(arms_or_domain)?;
@@ -122,11 +169,20 @@ macro_rules! agent_class {
         impl $class {
             /// The index of the arm (row of the (n, d) array `arms`) the agent plays.
             fn select(&mut self, py: Python<'_>, arms: &Bound<'_, PyAny>) -> PyResult<usize> {
+                self.warn_if_refuted(py)?;
                 select(py, &mut self.inner, arms)
             }
 
-            /// Tells the agent the reward `y` observed at the arm `x` (a 1-D array).
-            fn update(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>, y: f64) -> PyResult<()> {
+            /// Tells the agent the reward `y` (a number, or an array holding one) observed at
+            /// the arm `x` (a 1-D array). If `x` is pending it is resolved: bitwise equal, else
+            /// the nearest pending point within a relative 1e-5 in every coordinate. An update
+            /// that resolves none while evaluations are pending warns (`PendingWarning`).
+            fn update(
+                &mut self,
+                py: Python<'_>,
+                x: &Bound<'_, PyAny>,
+                y: &Bound<'_, PyAny>,
+            ) -> PyResult<()> {
                 update(py, &mut self.inner, x, y)
             }
 
@@ -139,6 +195,7 @@ macro_rules! agent_class {
                 context: &Bound<'_, PyAny>,
                 actions: &Bound<'_, PyAny>,
             ) -> PyResult<usize> {
+                self.warn_if_refuted(py)?;
                 select_contextual(py, &mut self.inner, context, actions)
             }
 
@@ -148,7 +205,7 @@ macro_rules! agent_class {
                 py: Python<'_>,
                 context: &Bound<'_, PyAny>,
                 action: &Bound<'_, PyAny>,
-                y: f64,
+                y: &Bound<'_, PyAny>,
             ) -> PyResult<()> {
                 update_contextual(py, &mut self.inner, context, action, y)
             }
@@ -164,6 +221,7 @@ macro_rules! agent_class {
                 py: Python<'_>,
                 domain: &Bound<'_, PyAny>,
             ) -> PyResult<PyChoice> {
+                self.warn_if_refuted(py)?;
                 select_in(py, &mut self.inner, domain)
             }
 
@@ -180,18 +238,21 @@ macro_rules! agent_class {
                 arms_or_domain: &Bound<'py, PyAny>,
                 q: usize,
             ) -> PyResult<Bound<'py, PyList>> {
+                self.warn_if_refuted(py)?;
                 select_batch(py, &mut self.inner, arms_or_domain, q)
             }
 
             /// Registers the 1-D point `x` as a pending evaluation (handed to a worker, its
             /// reward still to come): later selections take it into account, `update` with the
-            /// same point (bitwise) resolves it, `withdraw` forgets it. If `x` is the last UCB
+            /// same point (bitwise, else the nearest pending point within a relative 1e-5 in
+            /// every coordinate) resolves it, `withdraw` forgets it. If `x` is the last UCB
             /// point the agent handed out, it counts as the pending UCB point.
             fn pending(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
                 pending(py, &mut self.inner, x)
             }
 
-            /// Forgets the pending evaluation `x` (the first one bitwise equal), e.g. for a
+            /// Forgets the pending evaluation `x` (the first one bitwise equal, else the nearest
+            /// within a relative 1e-5 in every coordinate), e.g. for a
             /// failed experiment: the agent is then exactly what it would be had `x` never been
             /// pending. Raises `NotPendingError` if `x` is not pending.
             fn withdraw(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -388,6 +449,50 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         })
     }
 
+    /// Refits the kernel's hyperparameters and σ on every observation the agent absorbed
+    /// (`fit_hyperparameters` with `family`, `nu`, `per_dimension`, `starts`, `seed`) and
+    /// rebuilds the bound in place: same kind, same B, δ and c (an `AdaptiveNorm` bound keeps
+    /// its current level and doubling history), with the fitted kernel and σ. Returns the `Fit`.
+    ///
+    /// `mode="all"` (default): the bound then conditions on every observation; **no guarantee
+    /// is claimed**, since the kernel was chosen from the same data (what Bayesian optimisation
+    /// usually does). `mode="strict"`: the bound starts empty and conditions only on later
+    /// observations; given the past, the fitted kernel and σ are fixed, so Flynn & Reeb
+    /// (2024)'s guarantee holds for the later data at every round at once. Pending evaluations
+    /// are kept. Only AMM, DMM and CMM bounds can be refitted; a refit that raises leaves the
+    /// agent as it was.
+    #[pyo3(signature = (mode = "all", *, family = "matern", nu = 2.5, per_dimension = false, starts = 32, seed = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn refit(
+        &mut self,
+        py: Python<'_>,
+        mode: &str,
+        family: &str,
+        nu: f64,
+        per_dimension: bool,
+        starts: usize,
+        seed: u64,
+    ) -> PyResult<crate::hyper::Fit> {
+        crate::optimise::refit_agent(
+            py,
+            &mut self.inner,
+            mode,
+            family,
+            nu,
+            per_dimension,
+            starts,
+            seed,
+        )
+        .map(crate::hyper::Fit::from_rust)
+    }
+
+    /// The observed point with the largest lower confidence bound, as a `Recommendation` (`x`,
+    /// `index` among the observations, `lcb`, `mean`, `ucb`). Raises `NoArmsError` before the
+    /// first observation.
+    fn recommend(&self, py: Python<'_>) -> PyResult<crate::optimise::Recommendation> {
+        crate::optimise::recommend_agent(py, &self.inner)
+    }
+
     /// Sets how `select_in` searches a box: `starts` space-filling starts scored, the best
     /// `refine` refined for at most `max_iterations` quasi-Newton iterations each, `seed` of the
     /// starts (each at least 1 but the seed; `None` keeps the current value). Returns the agent.
@@ -468,9 +573,22 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         Ok(slf)
     }
 
-    /// (mean, lcb, ucb) of the agent's bound at the rows of `x`.
-    fn bounds<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<BoundArrays<'py>> {
+    /// (mean, lcb, ucb) of the agent's bound at the rows of `x`, as `Bound.bounds` returns
+    /// them (a `BoundValues`; a `MisspecificationWarning` if the data refute the assumptions).
+    fn bounds<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         evaluate(py, self.inner.bound(), x)
+    }
+
+    /// The inputs the agent has observed, an (n, d) array in the order observed.
+    #[getter]
+    fn observed_x<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        Ok(observed(py, self.inner.bound())?.0)
+    }
+
+    /// The rewards the agent has observed, a float64 array of length n, in the order observed.
+    #[getter]
+    fn observed_y<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(observed(py, self.inner.bound())?.1)
     }
 
     /// The diagnostics of the agent's bound.
@@ -683,6 +801,36 @@ agent_class!(PyRPerp, RsRPerp<AnyKernel>, {
         self.inner.potential_maximisers().to_vec()
     }
 });
+
+impl PyUcbAgent {
+    fn warn_if_refuted(&self, py: Python<'_>) -> PyResult<()> {
+        warn_if_refuted(py, self.inner.bound())
+    }
+}
+
+impl PyRestarting {
+    fn warn_if_refuted(&self, py: Python<'_>) -> PyResult<()> {
+        warn_if_refuted(py, self.inner.agent().bound())
+    }
+}
+
+impl PySlidingWindow {
+    fn warn_if_refuted(&self, py: Python<'_>) -> PyResult<()> {
+        warn_if_refuted(py, self.inner.agent().bound())
+    }
+}
+
+/// Agents without a confidence bound of the crate's have nothing to warn about.
+macro_rules! never_refuted {
+    ($($class:ty),*) => {$(
+        impl $class {
+            fn warn_if_refuted(&self, _py: Python<'_>) -> PyResult<()> {
+                Ok(())
+            }
+        }
+    )*};
+}
+never_refuted!(PyRandomAgent, PyRPerp);
 
 /// `f(agent)` on a copy of the agent inside any of the agent classes, which replaces the agent
 /// only if `f` succeeds: a call that raises leaves the agent as it was.

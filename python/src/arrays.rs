@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use numpy::ndarray::Dimension;
 use numpy::{
     PyArray, PyArray1, PyArrayMethods, PyReadonlyArray, PyReadonlyArray1, PyReadonlyArray2,
-    PyUntypedArrayMethods,
+    PyUntypedArray, PyUntypedArrayMethods,
 };
 use pyo3::prelude::*;
 
@@ -122,4 +122,45 @@ pub fn elements<'a>(array: &'a PyReadonlyArray1<'_, f64>) -> &'a [f64] {
 /// A new float64 array that takes over `values` without copying.
 pub fn to_numpy<'py>(py: Python<'py>, values: Vec<f64>) -> Bound<'py, PyArray1<f64>> {
     PyArray1::from_vec(py, values)
+}
+
+/// The targets of n observations: a 1-D array of n numbers, or an (n, 1) column (what
+/// scikit-learn users often hold, `y.reshape(-1, 1)`), read as the same n numbers; a
+/// C-contiguous float64 column is read in place.
+pub fn targets<'py>(obj: &Bound<'py, PyAny>, what: &str) -> PyResult<PyReadonlyArray1<'py, f64>> {
+    let py = obj.py();
+    let array = if obj.is_instance_of::<PyUntypedArray>() {
+        obj.clone()
+    } else {
+        // A list of lists: one conversion here (a ragged or non-numeric one is left to `vector`,
+        // whose error names the problem).
+        match py.import("numpy")?.call_method1("asarray", (obj,)) {
+            Ok(array) => array,
+            Err(_) => return vector(obj, what),
+        }
+    };
+    let shape: Vec<usize> = array.getattr("shape")?.extract()?;
+    if let [_, 1] = shape[..] {
+        return vector(&array.call_method1("reshape", (-1,))?, what);
+    }
+    vector(&array, what)
+}
+
+/// One target: a number, or an array (or sequence) holding exactly one number, e.g. the
+/// `model(x)` of a vectorised objective, whose shape is (1,) or (1, 1).
+pub fn target(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    if !obj.is_instance_of::<PyUntypedArray>()
+        && let Ok(value) = obj.extract::<f64>()
+    {
+        return Ok(value);
+    }
+    let array = convert(obj, what, None, "one number")?;
+    let size: usize = array.getattr("size")?.extract()?;
+    if size != 1 {
+        return Err(bad_shape(format!(
+            "{what}: expected one number (or an array holding one), got shape {}",
+            shape_of(&array)
+        )));
+    }
+    array.call_method0("item")?.extract::<f64>()
 }

@@ -2,8 +2,8 @@
 
 use kernel_bandits::bound::{
     AdaptiveNorm as RsAdaptive, Amm as RsAmm, AnyBound, ArmSetInfo, Ay as RsAy, Bkb as RsBkb,
-    BoundConfig, BoundGradient as RsGradient, BoundKind, BoundParams, Bounds, Cmm as RsCmm,
-    ConfidenceBound, DEFAULT_MAX_LEVEL, Diagnostics as RsDiagnostics, Dmm as RsDmm,
+    BoundConfig, BoundGradient as RsGradient, BoundKind, BoundParams, Bounds, CheckedBounds,
+    Cmm as RsCmm, ConfidenceBound, DEFAULT_MAX_LEVEL, Diagnostics as RsDiagnostics, Dmm as RsDmm,
     EkUcb as RsEkUcb, Igp as RsIgp, KUcb as RsKUcb, NormDoubling as RsDoubling, PendingVariance,
     SketchParams,
 };
@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde::{Deserialize, Serialize};
 
-use crate::arrays::{elements, matrix, rows, to_numpy, vector};
+use crate::arrays::{elements, matrix, rows, target, targets, to_numpy, vector};
 use crate::errors::{OrRaise, UnsupportedError};
 use crate::kernels::{AnyKernel, Kernel};
 
@@ -70,6 +70,25 @@ impl PyAnyBound {
             Self::Adaptive(a) => a.inner(),
         }
     }
+
+    /// σ, B, δ, c of the mixture bounds as the bound uses them (an adaptive bound's B in
+    /// force), `None` for K-UCB, BKB and EK-UCB.
+    pub fn params(&self) -> Option<&kernel_bandits::bound::CheckedParams> {
+        self.plain().params()
+    }
+
+    /// "sigma=…, norm_bound=…, delta=…, scale=…" for the mixture bounds, else "".
+    pub fn params_repr(&self) -> String {
+        self.params().map_or_else(String::new, |p| {
+            format!(
+                "sigma={:?}, norm_bound={:?}, delta={:?}, scale={:?}",
+                p.sigma(),
+                p.norm_bound(),
+                p.delta(),
+                p.scale()
+            )
+        })
+    }
 }
 
 impl ConfidenceBound for PyAnyBound {
@@ -99,11 +118,17 @@ impl ConfidenceBound for PyAnyBound {
     fn diagnostics(&self) -> RsDiagnostics {
         each_bound!(self, b => b.diagnostics())
     }
+    fn observations(&self) -> kernel_bandits::Result<kernel_bandits::bound::Observations> {
+        each_bound!(self, b => b.observations())
+    }
     fn evaluate(&self, points: &Points<'_>) -> kernel_bandits::Result<Bounds> {
         each_bound!(self, b => b.evaluate(points))
     }
     fn argmax_ucb(&self, points: &Points<'_>) -> kernel_bandits::Result<usize> {
         each_bound!(self, b => b.argmax_ucb(points))
+    }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> kernel_bandits::Result<Vec<usize>> {
+        each_bound!(self, b => b.top_ucb(points, count))
     }
     fn len(&self) -> usize {
         each_bound!(self, b => b.len())
@@ -136,6 +161,19 @@ impl ConfidenceBound for PyAnyBound {
     fn ucb_gradient(&self, x: &[f64]) -> kernel_bandits::Result<(f64, Vec<f64>)> {
         each_bound!(self, b => b.ucb_gradient(x))
     }
+    fn ucb_terms(&self) -> usize {
+        each_bound!(self, b => b.ucb_terms())
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> kernel_bandits::Result<Vec<f64>> {
+        each_bound!(self, b => b.ucb_term_values(x))
+    }
+    fn ucb_gradient_among(
+        &self,
+        x: &[f64],
+        terms: &[usize],
+    ) -> kernel_bandits::Result<(f64, Vec<f64>)> {
+        each_bound!(self, b => b.ucb_gradient_among(x, terms))
+    }
     fn pending_variance<'a>(
         &'a self,
         pending: &Points<'_>,
@@ -157,33 +195,70 @@ impl Snapshot for PyAnyBound {
     }
 }
 
-/// (mean, lcb, ucb) as float64 arrays.
-pub type BoundArrays<'py> = (
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-    Bound<'py, PyArray1<f64>>,
-);
-
-pub(crate) fn bounds_to_numpy(py: Python<'_>, b: Bounds) -> BoundArrays<'_> {
-    (
-        to_numpy(py, b.mean),
-        to_numpy(py, b.lcb),
-        to_numpy(py, b.ucb),
-    )
+/// `kernel_bandits._values.NAME`: the classes kept in Python (`BoundValues`, a tuple subclass,
+/// and the warnings).
+fn values_class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    py.import("kernel_bandits._values")?.getattr(name)
 }
 
-/// `bound.evaluate(x)` on a matrix argument, with the GIL released.
+/// Warns with `kernel_bandits.MisspecificationWarning`, at the caller's line: `what` (from
+/// `CheckedBounds::describe`) and the remedies in the package's terms.
+pub(crate) fn warn_misspecified(py: Python<'_>, what: &str) -> PyResult<()> {
+    let message = format!(
+        "{what}. Try a larger norm_bound or sigma, another kernel or length-scale, or \
+         AdaptiveNorm(bound), which doubles B whenever the data refute it (see \
+         bound.diagnostics())"
+    );
+    let category = values_class(py, "MisspecificationWarning")?;
+    let message =
+        std::ffi::CString::new(message.replace('\0', " ")).expect("NUL bytes were replaced");
+    PyErr::warn(py, &category, &message, 1)
+}
+
+/// A `BoundValues` (mean, lcb, ucb, with `crossed` and `empty_set`), after a
+/// `MisspecificationWarning` if the data refute the assumptions.
+pub(crate) fn bound_values(py: Python<'_>, checked: CheckedBounds) -> PyResult<Bound<'_, PyAny>> {
+    if let Some(what) = checked.describe() {
+        warn_misspecified(py, &what)?;
+    }
+    let empty_set = checked.diagnostics.empty_set();
+    let Bounds { mean, lcb, ucb } = checked.bounds;
+    values_class(py, "BoundValues")?.call1((
+        to_numpy(py, mean),
+        to_numpy(py, lcb),
+        to_numpy(py, ucb),
+        checked.crossed,
+        empty_set,
+    ))
+}
+
+/// `bound.evaluate_checked(x)` on a matrix argument, with the GIL released, as `BoundValues`.
 pub(crate) fn evaluate<'py>(
     py: Python<'py>,
     bound: &(impl ConfidenceBound + ?Sized),
     x: &Bound<'py, PyAny>,
-) -> PyResult<BoundArrays<'py>> {
+) -> PyResult<Bound<'py, PyAny>> {
     let xa = matrix(x, "x")?;
     let (data, dim) = rows(&xa);
-    let b = py
-        .detach(|| bound.evaluate(&Points::from_row_major(data, dim)?))
+    let checked = py
+        .detach(|| bound.evaluate_checked(&Points::from_row_major(data, dim)?))
         .or_raise()?;
-    Ok(bounds_to_numpy(py, b))
+    bound_values(py, checked)
+}
+
+/// Observed inputs as an (n, d) array and targets as an (n) array.
+type Observed<'py> = (Bound<'py, numpy::PyArray2<f64>>, Bound<'py, PyArray1<f64>>);
+
+/// The observed inputs (an (n, d) array) and targets (n) of `bound`, in order.
+pub(crate) fn observed<'py>(
+    py: Python<'py>,
+    bound: &(impl ConfidenceBound + ?Sized),
+) -> PyResult<Observed<'py>> {
+    use numpy::PyArrayMethods;
+    let o = py.detach(|| bound.observations()).or_raise()?;
+    let (n, d) = (o.len(), o.dim);
+    let x = PyArray1::from_vec(py, o.inputs).reshape([n, d])?;
+    Ok((x, to_numpy(py, o.targets)))
 }
 
 /// A confidence bound on an unknown function f observed with noise: at any batch of points, the
@@ -226,8 +301,15 @@ impl PyBound {
 
 #[pymethods]
 impl PyBound {
-    /// Absorbs one observation y = f(x) + noise. `x` is a 1-D array of d coordinates.
-    fn observe(&mut self, py: Python<'_>, x: &Bound<'_, PyAny>, y: f64) -> PyResult<()> {
+    /// Absorbs one observation y = f(x) + noise. `x` is a 1-D array of d coordinates, `y` a
+    /// number (or an array holding one, e.g. of shape (1,) or (1, 1)).
+    fn observe(
+        &mut self,
+        py: Python<'_>,
+        x: &Bound<'_, PyAny>,
+        y: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
+        let y = target(y, "y")?;
         let xa = vector(x, "x")?;
         let xs = elements(&xa);
         let inner = &mut self.inner;
@@ -235,7 +317,8 @@ impl PyBound {
     }
 
     /// Absorbs the observations y[i] at the rows x[i] of an (n, d) array, in order: the same
-    /// bounds as n calls of `observe`, at once. All or nothing: on an error none is kept.
+    /// bounds as n calls of `observe`, at once. `y` has n numbers, as a 1-D array or an (n, 1)
+    /// column. All or nothing: on an error none is kept.
     fn observe_many(
         &mut self,
         py: Python<'_>,
@@ -244,16 +327,60 @@ impl PyBound {
     ) -> PyResult<()> {
         let xa = matrix(x, "x")?;
         let (data, dim) = rows(&xa);
-        let ya = vector(y, "y")?;
+        let ya = targets(y, "y")?;
         let ys = elements(&ya);
         let inner = &mut self.inner;
         py.detach(|| inner.observe_many(&Points::from_row_major(data, dim)?, ys))
             .or_raise()
     }
 
-    /// (mean, lcb, ucb) at the rows of the (n, d) array `x`, each a float64 array of length n.
-    fn bounds<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<BoundArrays<'py>> {
+    /// (mean, lcb, ucb) at the rows of the (n, d) array `x`, each a float64 array of length n,
+    /// as a `BoundValues` tuple whose `crossed`, `empty_set` and `misspecified` say whether the
+    /// data refute the assumptions (LCB > UCB somewhere, or an empty confidence set); it then
+    /// also warns (`MisspecificationWarning`).
+    fn bounds<'py>(&self, py: Python<'py>, x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         evaluate(py, &self.inner, x)
+    }
+
+    /// The observed inputs, an (n, d) array in the order observed ((0, 0) before the first
+    /// observation); after `truncate` or `remove_oldest`, those the bound still uses.
+    #[getter]
+    fn observed_x<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, numpy::PyArray2<f64>>> {
+        Ok(observed(py, &self.inner)?.0)
+    }
+
+    /// The observed targets, a float64 array of length n, in the order observed.
+    #[getter]
+    fn observed_y<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<f64>>> {
+        Ok(observed(py, &self.inner)?.1)
+    }
+
+    /// σ, the noise's assumed sub-Gaussian scale, as the bound uses it (`None` for K-UCB, BKB
+    /// and EK-UCB, whose width is set by λ and β̃).
+    #[getter]
+    fn sigma(&self) -> Option<f64> {
+        self.inner.params().map(|p| p.sigma())
+    }
+
+    /// B, the bound on ‖f‖_H in force (an `AdaptiveNorm`'s current level; `None` for K-UCB, BKB
+    /// and EK-UCB).
+    #[getter]
+    fn norm_bound(&self) -> Option<f64> {
+        self.inner.params().map(|p| p.norm_bound())
+    }
+
+    /// δ: the bounds hold at every round with probability ≥ 1 − δ (`None` for K-UCB, BKB and
+    /// EK-UCB).
+    #[getter]
+    fn delta(&self) -> Option<f64> {
+        self.inner.params().map(|p| p.delta())
+    }
+
+    /// c, the covariance scale of the martingale mixture in use (a0 = σ²/c), whether given or
+    /// chosen by the bound (`None` for K-UCB, BKB and EK-UCB).
+    #[getter]
+    fn scale(&self) -> Option<f64> {
+        self.inner.params().map(|p| p.scale())
     }
 
     /// The index of the row of `x` with the largest UCB (the lowest index among ties), found
@@ -461,7 +588,16 @@ impl PyBound {
     }
 
     fn __repr__(&self) -> String {
-        format!("<{} with {} observations>", self.spec, self.inner.len())
+        let params = self.inner.params_repr();
+        if params.is_empty() {
+            format!("<{} with {} observations>", self.spec, self.inner.len())
+        } else {
+            format!(
+                "<{} with {} observations; in use: {params}>",
+                self.spec,
+                self.inner.len()
+            )
+        }
     }
 }
 
@@ -471,7 +607,7 @@ fn mixture_params(
     sigma: f64,
     norm_bound: f64,
     delta: f64,
-    scale: f64,
+    scale: Option<f64>,
     lambda: Option<f64>,
     eta: Option<f64>,
     horizon: Option<usize>,
@@ -479,8 +615,10 @@ fn mixture_params(
     let mut p = BoundParams::new()
         .sigma(sigma)
         .norm_bound(norm_bound)
-        .delta(delta)
-        .scale(scale);
+        .delta(delta);
+    if let Some(c) = scale {
+        p = p.scale(c);
+    }
     if let Some(l) = lambda {
         p = p.lambda(l);
     }
@@ -499,10 +637,11 @@ fn mixture_spec(
     sigma: f64,
     norm_bound: f64,
     delta: f64,
-    scale: f64,
+    scale: Option<f64>,
 ) -> String {
+    let scale = scale.map_or_else(|| "None".to_string(), |c| format!("{c:?}"));
     format!(
-        "{class}({}, sigma={sigma:?}, norm_bound={norm_bound:?}, delta={delta:?}, scale={scale:?})",
+        "{class}({}, sigma={sigma:?}, norm_bound={norm_bound:?}, delta={delta:?}, scale={scale})",
         kernel.repr
     )
 }
@@ -517,13 +656,13 @@ macro_rules! mixture_bound {
         #[pymethods]
         impl $class {
             #[new]
-            #[pyo3(signature = (kernel, *, sigma = 0.1, norm_bound = 10.0, delta = 0.01, scale = 1.0, horizon = None))]
+            #[pyo3(signature = (kernel, *, sigma = 0.1, norm_bound = 10.0, delta = 0.01, scale = None, horizon = None))]
             fn new(
                 kernel: PyRef<'_, Kernel>,
                 sigma: f64,
                 norm_bound: f64,
                 delta: f64,
-                scale: f64,
+                scale: Option<f64>,
                 horizon: Option<usize>,
             ) -> PyResult<(Self, PyBound)> {
                 let params = mixture_params(sigma, norm_bound, delta, scale, None, None, horizon);
@@ -541,7 +680,11 @@ mixture_bound!(
     ///
     /// Parameters: σ (`sigma`, an upper bound on the noise's sub-Gaussian scale), B
     /// (`norm_bound`, ‖f‖_H ≤ B), δ (`delta`), c (`scale`, the mixture's covariance scale; the
-    /// paper uses c = T^{−d/(2d+2ν)} for Matérn kernels, see `paper_defaults`). `horizon` is
+    /// paper uses c = T^{−d/(2d+2ν)} for Matérn kernels, see `paper_defaults`). With
+    /// `scale=None` (the default) c is adaptive: chosen from the grid 10^{−j/2}, j = 0…8, by a
+    /// union bound that keeps the guarantee for the whole run (δ/9 per grid point); AMM takes
+    /// the c of least leave-one-out width, re-chosen when t doubles, DMM and CMM the c of
+    /// smallest radius R_t (the marginal likelihood's choice of output scale). `horizon` is
     /// accepted for symmetry with `Igp` and not used.
     Amm, RsAmm, Amm
 );
@@ -579,11 +722,19 @@ impl Ay {
         lambda_: Option<f64>,
         horizon: Option<usize>,
     ) -> PyResult<(Self, PyBound)> {
-        let params = mixture_params(sigma, norm_bound, delta, scale, lambda_, None, horizon);
+        let params = mixture_params(
+            sigma,
+            norm_bound,
+            delta,
+            Some(scale),
+            lambda_,
+            None,
+            horizon,
+        );
         let inner = PyAnyBound::Plain(AnyBound::Ay(
             RsAy::new(kernel.inner.clone(), params).or_raise()?,
         ));
-        let mut spec = mixture_spec("Ay", &kernel, sigma, norm_bound, delta, scale);
+        let mut spec = mixture_spec("Ay", &kernel, sigma, norm_bound, delta, Some(scale));
         if let Some(l) = lambda_ {
             spec.insert_str(spec.len() - 1, &format!(", lambda_={l:?}"));
         }
@@ -611,11 +762,11 @@ impl Igp {
         eta: Option<f64>,
         horizon: Option<usize>,
     ) -> PyResult<(Self, PyBound)> {
-        let params = mixture_params(sigma, norm_bound, delta, scale, None, eta, horizon);
+        let params = mixture_params(sigma, norm_bound, delta, Some(scale), None, eta, horizon);
         let inner = PyAnyBound::Plain(AnyBound::Igp(
             RsIgp::new(kernel.inner.clone(), params).or_raise()?,
         ));
-        let mut spec = mixture_spec("Igp", &kernel, sigma, norm_bound, delta, scale);
+        let mut spec = mixture_spec("Igp", &kernel, sigma, norm_bound, delta, Some(scale));
         let extra = match (eta, horizon) {
             (Some(e), _) => format!(", eta={e:?}"),
             (None, Some(h)) => format!(", horizon={h}"),

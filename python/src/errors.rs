@@ -69,7 +69,8 @@ create_exception!(
     NotPendingError,
     KernelBanditsError,
     "`withdraw(x)` was given a point that is not among the agent's pending evaluations (the \
-     match is bitwise: pass the very array that was handed out or registered with `pending`)."
+     match is bitwise, or within a relative 1e-5 in every coordinate: pass the very array that \
+     was handed out or registered with `pending`)."
 );
 create_exception!(
     kernel_bandits,

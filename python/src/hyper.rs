@@ -611,3 +611,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(estimate_noise, m)?)?;
     Ok(())
 }
+
+impl Fit {
+    /// The Python `Fit` of a crate fit (for `UcbAgent.refit`).
+    pub(crate) fn from_rust(fit: RsFit) -> Self {
+        Self(fit)
+    }
+}

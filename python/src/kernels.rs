@@ -416,6 +416,10 @@ impl Rbf {
 /// (1 + √3 r/ℓ) exp(−√3 r/ℓ) and (1 + √5 r/ℓ + 5r²/(3ℓ²)) exp(−√5 r/ℓ); any other ν costs one
 /// Bessel evaluation per entry. Raises `InvalidParameterError` unless ν is a finite number in
 /// (0, 100].
+///
+/// Both arguments are keyword-only, `Matern(nu=2.5, lengthscale=0.5)`: scikit-learn writes the
+/// length-scale first (`Matern(length_scale, nu)`), so a positional `Matern(0.5, 2.5)` would
+/// silently mean ν = 0.5 to one reader and ℓ = 0.5 to another; it raises `TypeError`.
 #[pyclass(extends = Kernel, frozen, module = "kernel_bandits")]
 #[derive(Debug)]
 pub struct Matern;
@@ -423,8 +427,37 @@ pub struct Matern;
 #[pymethods]
 impl Matern {
     #[new]
-    #[pyo3(signature = (nu, lengthscale))]
-    fn new(nu: f64, lengthscale: f64) -> PyResult<(Self, Kernel)> {
+    #[pyo3(
+        signature = (*args, nu = None, lengthscale = None),
+        text_signature = "(*, nu, lengthscale)"
+    )]
+    fn new(
+        args: &Bound<'_, pyo3::types::PyTuple>,
+        nu: Option<f64>,
+        lengthscale: Option<f64>,
+    ) -> PyResult<(Self, Kernel)> {
+        if !args.is_empty() {
+            let given: Vec<String> = args
+                .iter()
+                .map(|a| a.repr().map_or_else(|_| "?".into(), |r| r.to_string()))
+                .collect();
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "Matern takes keyword arguments only: Matern(nu=..., lengthscale=...), got \
+                 Matern({}). ν comes first here but the length-scale first in scikit-learn's \
+                 Matern(length_scale, nu), so positional arguments are refused",
+                given.join(", ")
+            )));
+        }
+        let (Some(nu), Some(lengthscale)) = (nu, lengthscale) else {
+            let missing: Vec<&str> = [("nu", nu.is_none()), ("lengthscale", lengthscale.is_none())]
+                .into_iter()
+                .filter_map(|(name, absent)| absent.then_some(name))
+                .collect();
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                "Matern() missing keyword argument(s): {} (Matern(nu=2.5, lengthscale=0.5))",
+                missing.join(", ")
+            )));
+        };
         let k = RsMatern::new(nu, lengthscale).or_raise()?;
         let repr = format!("Matern(nu={nu:?}, lengthscale={lengthscale:?})");
         Ok((Matern, Kernel::new(AnyKernel::Matern(k), repr)))

@@ -17,6 +17,7 @@ mod envs;
 mod errors;
 mod hyper;
 mod kernels;
+mod optimise;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -36,6 +37,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     continuous::register(m)?;
     agents::register(m)?;
     envs::register(m)?;
+    optimise::register(m)?;
     m.add_function(wrap_pyfunction!(arrays::_conversions, m)?)?;
     Ok(())
 }

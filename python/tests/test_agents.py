@@ -54,7 +54,7 @@ def test_a_python_loop_makes_the_rust_quickstarts_choices():
 
 
 def test_run_in_rust_equals_the_python_loop():
-    kernel = kb.Matern(2.5, 0.5)
+    kernel = kb.Matern(nu=2.5, lengthscale=0.5)
     problem = kb.SyntheticProblem(kernel, dims=2, arms=50, seed=4)
     for make in (lambda: kb.UcbAgent(kb.Cmm(kernel)), lambda: kb.UcbAgent(kb.EkUcb(kernel, seed=2))):
         chosen, regret = play(make(), problem, 60)
@@ -65,7 +65,7 @@ def test_run_in_rust_equals_the_python_loop():
 
 
 def agents_to_test():
-    kernel = kb.Matern(1.5, 0.3)
+    kernel = kb.Matern(nu=1.5, lengthscale=0.3)
     grid = np.stack(np.meshgrid(np.linspace(0, 1, 6), np.linspace(0, 1, 6)), -1).reshape(-1, 2)
     return grid, [
         kb.UcbAgent(kb.Dmm(kernel)),
@@ -146,7 +146,7 @@ def test_contextual_agents_choose_among_joint_points():
 
 
 def test_declared_arm_sets_give_the_same_choices(rng):
-    kernel = kb.Matern(2.5, 0.5)
+    kernel = kb.Matern(nu=2.5, lengthscale=0.5)
     arms = rng.random((40, 3))
     plain = kb.UcbAgent(kb.Dmm(kernel), arm_sets="off")
     declared = kb.UcbAgent(kb.Dmm(kernel)).with_arm_set(arms)
@@ -182,7 +182,7 @@ GIL = textwrap.dedent(
     # whenever the OS schedules it on a busy machine), and its gaps stay short.
     sys.setswitchinterval(1e-4)
     rng = np.random.default_rng(0)
-    bound = kb.Dmm(kb.Matern(2.5, 0.5))
+    bound = kb.Dmm(kb.Matern(nu=2.5, lengthscale=0.5))
     bound.observe_many(rng.random((1000, 3)), rng.random(1000))
     agent = kb.UcbAgent(bound, arm_sets="off")
     arms = [rng.random((8000, 3)) for _ in range(5)]

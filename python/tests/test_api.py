@@ -22,10 +22,10 @@ def distances(x, y):
     "kernel, formula",
     [
         (kb.Rbf(0.3), lambda r: np.exp(-(r**2) / (2 * 0.3**2))),
-        (kb.Matern(0.5, 0.4), lambda r: np.exp(-r / 0.4)),
-        (kb.Matern(1.5, 0.4), lambda r: (1 + SQ3 * r / 0.4) * np.exp(-SQ3 * r / 0.4)),
+        (kb.Matern(nu=0.5, lengthscale=0.4), lambda r: np.exp(-r / 0.4)),
+        (kb.Matern(nu=1.5, lengthscale=0.4), lambda r: (1 + SQ3 * r / 0.4) * np.exp(-SQ3 * r / 0.4)),
         (
-            kb.Matern(2.5, 0.4),
+            kb.Matern(nu=2.5, lengthscale=0.4),
             lambda r: (1 + SQ5 * r / 0.4 + 5 * r**2 / (3 * 0.4**2)) * np.exp(-SQ5 * r / 0.4),
         ),
     ],
@@ -54,7 +54,7 @@ def matern_by_scipy(nu, lengthscale, r):
 def test_matern_of_any_smoothness_matches_scipy(nu, rng):
     x = np.vstack([rng.random((9, 3)), [[0.2, 0.2, 0.2], [0.2, 0.2, 0.2 + 1e-12]]])
     y = rng.random((6, 3)) * 4.0
-    k = kb.Matern(nu, 0.3)
+    k = kb.Matern(nu=nu, lengthscale=0.3)
     assert k.nu == nu and k.lengthscale == 0.3
     # scipy's own error is a few 1e-14 here (AMOS and a log-space product); 1e-12 leaves room.
     np.testing.assert_allclose(k(x, y), matern_by_scipy(nu, 0.3, distances(x, y)), rtol=1e-12, atol=1e-300)
@@ -71,13 +71,13 @@ def test_matern_seven_halves_is_its_closed_form(rng):
     x, y = rng.random((8, 2)), rng.random((5, 2))
     z = np.sqrt(7.0) * distances(x, y) / 0.25
     closed = (1 + z + 0.4 * z**2 + z**3 / 15) * np.exp(-z)
-    np.testing.assert_allclose(kb.Matern(3.5, 0.25)(x, y), closed, rtol=1e-13, atol=1e-300)
-    assert repr(kb.Matern(3.5, 0.25)) == "Matern(nu=3.5, lengthscale=0.25)"
+    np.testing.assert_allclose(kb.Matern(nu=3.5, lengthscale=0.25)(x, y), closed, rtol=1e-13, atol=1e-300)
+    assert repr(kb.Matern(nu=3.5, lengthscale=0.25)) == "Matern(nu=3.5, lengthscale=0.25)"
 
 
 def test_kernel_combinators_are_the_algebra_they_name(rng):
     x, y = rng.random((6, 4)), rng.random((3, 4))
-    r, m, lin = kb.Rbf(0.5), kb.Matern(2.5, 0.7), kb.Linear(bias=0.25)
+    r, m, lin = kb.Rbf(0.5), kb.Matern(nu=2.5, lengthscale=0.7), kb.Linear(bias=0.25)
     np.testing.assert_allclose((r + m)(x, y), r(x, y) + m(x, y), rtol=1e-14)
     np.testing.assert_allclose((r * m)(x, y), r(x, y) * m(x, y), rtol=1e-14)
     np.testing.assert_allclose((2.5 * r)(x, y), 2.5 * r(x, y), rtol=1e-14)
@@ -92,7 +92,7 @@ def test_kernel_combinators_are_the_algebra_they_name(rng):
 
 def test_kernels_pickle_to_the_same_kernel(rng):
     x = rng.random((5, 2))
-    for k in [kb.Rbf(0.5), kb.Matern(1.5, 0.2), kb.Matern(3.5, 0.2), kb.Linear(1.0), 3.0 * kb.Rbf(0.1) + kb.Matern(0.5, 1.0).on(0, 1)]:
+    for k in [kb.Rbf(0.5), kb.Matern(nu=1.5, lengthscale=0.2), kb.Matern(nu=3.5, lengthscale=0.2), kb.Linear(1.0), 3.0 * kb.Rbf(0.1) + kb.Matern(nu=0.5, lengthscale=1.0).on(0, 1)]:
         back = pickle.loads(pickle.dumps(k))
         assert type(back) is type(k) and back == k and repr(back) == repr(k)
         assert np.array_equal(back(x), k(x))
@@ -105,12 +105,12 @@ def test_kernels_pickle_to_the_same_kernel(rng):
         lambda: kb.Rbf(-1.0),
         lambda: kb.Rbf(float("nan")),
         lambda: kb.Rbf(float("inf")),
-        lambda: kb.Matern(0.0, 0.5),
-        lambda: kb.Matern(-1.0, 0.5),
-        lambda: kb.Matern(float("nan"), 0.5),
-        lambda: kb.Matern(float("inf"), 0.5),
-        lambda: kb.Matern(100.5, 0.5),
-        lambda: kb.Matern(2.5, 0.0),
+        lambda: kb.Matern(nu=0.0, lengthscale=0.5),
+        lambda: kb.Matern(nu=-1.0, lengthscale=0.5),
+        lambda: kb.Matern(nu=float("nan"), lengthscale=0.5),
+        lambda: kb.Matern(nu=float("inf"), lengthscale=0.5),
+        lambda: kb.Matern(nu=100.5, lengthscale=0.5),
+        lambda: kb.Matern(nu=2.5, lengthscale=0.0),
         lambda: kb.Linear(bias=-1.0),
         lambda: kb.Rbf(0.5).scaled(0.0),
         lambda: kb.Rbf(0.5).on(2, 2),
@@ -155,7 +155,7 @@ def hostile_calls(d):
 
 @pytest.mark.parametrize("index", range(8))
 def test_rejected_calls_raise_typed_errors_and_leave_the_bound_unchanged(index, rng):
-    bound = fed(all_bounds(kb.Matern(2.5, 0.5))[index], rng)
+    bound = fed(all_bounds(kb.Matern(nu=2.5, lengthscale=0.5))[index], rng)
     probe = rng.random((9, 2))
     values = bound.bounds(probe)
     # After a query: CMM computes its eigendecomposition lazily, on the first query after an
@@ -216,7 +216,7 @@ def test_all_errors_are_one_hierarchy():
 # Inputs: layouts and dtypes -------------------------------------------------------------------
 
 def test_every_layout_and_real_dtype_gives_the_same_bounds(rng):
-    bound = fed(kb.Dmm(kb.Matern(2.5, 0.5)), rng, d=3)
+    bound = fed(kb.Dmm(kb.Matern(nu=2.5, lengthscale=0.5)), rng, d=3)
     x = rng.random((20, 3))
     reference = bound.bounds(x)
     fortran = np.asfortranarray(x)
@@ -244,7 +244,7 @@ def test_every_layout_and_real_dtype_gives_the_same_bounds(rng):
 
 
 def test_c_contiguous_float64_inputs_are_read_in_place(rng):
-    bound = kb.Dmm(kb.Matern(2.5, 0.5))
+    bound = kb.Dmm(kb.Matern(nu=2.5, lengthscale=0.5))
     agent = kb.UcbAgent(kb.Amm(kb.Rbf(0.5)))
     x, y = rng.random((50, 3)), rng.random(50)
     start = kb._core._conversions()
@@ -273,7 +273,7 @@ def test_outputs_are_float64_arrays(rng):
 
 @pytest.mark.parametrize("index", range(8))
 def test_bounds_pickle_and_continue_bit_identically(index, rng):
-    bound = fed(all_bounds(kb.Matern(1.5, 0.4))[index], rng, n=15)
+    bound = fed(all_bounds(kb.Matern(nu=1.5, lengthscale=0.4))[index], rng, n=15)
     restored = pickle.loads(pickle.dumps(bound))
     assert type(restored) is type(bound) and repr(restored) == repr(bound)
     clone = copy.deepcopy(bound)
@@ -320,14 +320,14 @@ def test_bound_introspection(rng):
 
 
 def test_paper_defaults_are_the_papers(rng):
-    d = kb.paper_defaults(kb.Matern(2.5, 0.5), 3, 1000)
+    d = kb.paper_defaults(kb.Matern(nu=2.5, lengthscale=0.5), 3, 1000)
     assert d["sigma"] == 0.1 and d["norm_bound"] == 10.0 and d["delta"] == 0.01
     assert d["scale"] == pytest.approx(1000 ** (-3 / (2 * 3 + 2 * 2.5)), rel=1e-15)
     assert kb.paper_defaults(kb.Rbf(0.5), 3, 1000)["scale"] == 1.0
     # The same bound by class and by name.
     x = rng.random((10, 3))
-    by_class = kb.Dmm(kb.Matern(2.5, 0.5), **d)
-    by_name = kb.make_bound("dmm", kb.Matern(2.5, 0.5), dims=3, horizon=1000)
+    by_class = kb.Dmm(kb.Matern(nu=2.5, lengthscale=0.5), **d)
+    by_name = kb.make_bound("dmm", kb.Matern(nu=2.5, lengthscale=0.5), dims=3, horizon=1000)
     for b in (by_class, by_name):
         b.observe_many(x, np.arange(10.0))
     for a, b in zip(by_class.bounds(x), by_name.bounds(x)):
@@ -397,7 +397,7 @@ def test_problem_sizes_that_cannot_fit_are_parameter_errors():
 
 
 def test_problem_values_at_points_and_rows(rng):
-    problem = kb.SyntheticProblem(kb.Matern(2.5, 0.5), dims=2, seed=3)
+    problem = kb.SyntheticProblem(kb.Matern(nu=2.5, lengthscale=0.5), dims=2, seed=3)
     x = rng.random((5, 2))
     start = kb._core._conversions()
     values = problem.value(x)

@@ -16,17 +16,17 @@ import kernel_bandits as kb
 from reference import Params, RefKernel, posterior
 
 # The exact bounds (they have gradients and a pending variance), by the regulariser of their
-# mean: a0 = σ²/c for the mixture bounds and AY, 1 + η for IGP, λ for K-UCB.
+# mean: a0 = σ²/c for the mixture bounds (c fixed at 1: the default chooses c from the data) and AY, 1 + η for IGP, λ for K-UCB.
 SIGMA = 0.1
 EXACT = {
     "ay": (lambda k: kb.Ay(k, sigma=SIGMA), SIGMA**2),
     "igp": (lambda k: kb.Igp(k, sigma=SIGMA, eta=0.5), 1.5),
-    "amm": (lambda k: kb.Amm(k, sigma=SIGMA), SIGMA**2),
-    "dmm": (lambda k: kb.Dmm(k, sigma=SIGMA), SIGMA**2),
+    "amm": (lambda k: kb.Amm(k, sigma=SIGMA, scale=1.0), SIGMA**2),
+    "dmm": (lambda k: kb.Dmm(k, sigma=SIGMA, scale=1.0), SIGMA**2),
     "k-ucb": (lambda k: kb.KUcb(k, lambda_=0.3, beta=2.0), 0.3),
 }
 # CMM-UCB: its pending variance is at a0 = σ²/c too.
-PENDING_EXACT = {**EXACT, "cmm": (lambda k: kb.Cmm(k, sigma=SIGMA), SIGMA**2)}
+PENDING_EXACT = {**EXACT, "cmm": (lambda k: kb.Cmm(k, sigma=SIGMA, scale=1.0), SIGMA**2)}
 
 
 def observed(bound, x, y):
@@ -93,10 +93,10 @@ def test_bad_box_domains_are_refused(lo, hi, error):
 
 GRADIENT_KERNELS = {
     "rbf": kb.Rbf(0.4),
-    "matern-1/2": kb.Matern(0.5, 0.4),
-    "matern-3/2": kb.Matern(1.5, 0.4),
-    "matern-5/2": kb.Matern(2.5, 0.4),
-    "matern-3.7": kb.Matern(3.7, 0.4),
+    "matern-1/2": kb.Matern(nu=0.5, lengthscale=0.4),
+    "matern-3/2": kb.Matern(nu=1.5, lengthscale=0.4),
+    "matern-5/2": kb.Matern(nu=2.5, lengthscale=0.4),
+    "matern-3.7": kb.Matern(nu=3.7, lengthscale=0.4),
     "linear": kb.Linear(bias=0.5),
     "scaled": 2.5 * kb.Rbf(0.3),
     "sum": kb.Rbf(0.3) + kb.Rbf(1.2),
@@ -172,7 +172,7 @@ def test_sliced_kernel_gradient_refuses_too_few_coordinates():
 
 
 OTHER = {
-    "cmm": lambda k: kb.Cmm(k, sigma=SIGMA),
+    "cmm": lambda k: kb.Cmm(k, sigma=SIGMA, scale=1.0),
     "bkb": lambda k: kb.Bkb(k, seed=1),
     "ek-ucb": lambda k: kb.EkUcb(k, seed=1),
 }
@@ -294,7 +294,7 @@ def test_other_bounds_pending_variance_shrinks_and_has_its_gradient(name):
 
 def test_pending_variance_on_an_empty_bound():
     ref = RefKernel("rbf", 0.3)
-    bound = kb.Amm(kb.Rbf(0.3), sigma=SIGMA)
+    bound = kb.Amm(kb.Rbf(0.3), sigma=SIGMA, scale=1.0)
     p = np.array([[0.2, 0.4], [0.6, 0.1]])
     q = np.array([[0.2, 0.4], [0.9, 0.9]])
     expected = posterior(ref, p, np.zeros(2), SIGMA**2, q, clamp=False).rho2
@@ -407,10 +407,13 @@ def test_not_pending_error():
     before = agent.to_bytes()
     with pytest.raises(kb.NotPendingError, match="not a pending evaluation"):
         agent.withdraw(ARMS[3])
-    # Bitwise: a point one ulp away is another point.
+    # Beyond the relative tolerance 1e-5 (per coordinate) a point is another point; within it
+    # (one ulp away) it is the same one.
     with pytest.raises(kb.NotPendingError):
-        agent.withdraw(np.nextafter(ARMS[2], 1.0))
+        agent.withdraw(ARMS[2] * (1 + 2e-5))
     assert agent.to_bytes() == before
+    agent.withdraw(np.nextafter(ARMS[2], 1.0))
+    assert agent.pending_len == 0
 
 
 AGENTS = {

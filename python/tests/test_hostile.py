@@ -11,7 +11,7 @@ import kernel_bandits as kb
 
 SPECIAL = [0.0, -0.0, 1.0, 1e-300, 5e-324, 1e300, -1e300, 1e154, np.nan, np.inf, -np.inf]
 values = st.one_of(st.sampled_from(SPECIAL), st.floats(allow_nan=True, allow_infinity=True))
-KERNELS = [kb.Rbf(0.5), kb.Matern(0.5, 1e-3), kb.Matern(2.5, 1e3), kb.Linear(bias=1.0), kb.Rbf(0.2).on(0, 1)]
+KERNELS = [kb.Rbf(0.5), kb.Matern(nu=0.5, lengthscale=1e-3), kb.Matern(nu=2.5, lengthscale=1e3), kb.Linear(bias=1.0), kb.Rbf(0.2).on(0, 1)]
 BOUNDS = ["ay", "igp", "amm", "dmm", "cmm", "k-ucb", "bkb", "ek-ucb"]
 
 
@@ -70,7 +70,7 @@ def test_bounds_answer_or_raise_their_own_errors(kernel, name, warm, targets, qu
 @settings(max_examples=200, deadline=None)
 @given(name=st.sampled_from(BOUNDS), arms=arrays(), y=values)
 def test_agents_answer_or_raise_their_own_errors(name, arms, y):
-    agent = kb.UcbAgent(kb.make_bound(name, kb.Matern(1.5, 0.5), dims=2, horizon=50))
+    agent = kb.UcbAgent(kb.make_bound(name, kb.Matern(nu=1.5, lengthscale=0.5), dims=2, horizon=50))
     i = call(agent.select, arms)
     if i is not None:
         assert 0 <= i < len(arms)

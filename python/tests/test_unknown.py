@@ -75,7 +75,7 @@ def test_fitted_kernel_gram_is_the_formula_on_scaled_inputs(family, nu, rng):
     shared = kb.FittedKernel(0.4, variance=0.5, **kw)
     np.testing.assert_allclose(shared(x, y), gram(x, y, family, nu, 0.4, 0.5), rtol=1e-12, atol=1e-15)
     # A shared ℓ is the family kernel times s², bit for bit.
-    plain = kb.Rbf(0.4) if family == "rbf" else kb.Matern(nu, 0.4)
+    plain = kb.Rbf(0.4) if family == "rbf" else kb.Matern(nu=nu, lengthscale=0.4)
     assert np.array_equal(shared(x, y), (0.5 * plain)(x, y))
     assert per.family == family and per.per_dimension and not shared.per_dimension
     assert per.variance == 1.7 and per.smoothness == nu
@@ -116,7 +116,7 @@ def test_per_dimension_kernels_refuse_other_dimensions():
     [
         (kb.FittedKernel([0.4, 0.9], nu=2.5, variance=1.3), "matern", 2.5, [0.4, 0.9], 1.3),
         (kb.FittedKernel(0.5, family="rbf", variance=0.7), "rbf", None, 0.5, 0.7),
-        (kb.Matern(1.5, 0.3), "matern", 1.5, 0.3, 1.0),
+        (kb.Matern(nu=1.5, lengthscale=0.3), "matern", 1.5, 0.3, 1.0),
         (kb.Rbf(0.6), "rbf", None, 0.6, 1.0),
     ],
 )
@@ -305,7 +305,7 @@ def test_fit_bound_adaptive_and_paper_defaults(data):
 
 @pytest.mark.parametrize("cls", [kb.Dmm, kb.Cmm])
 def test_adaptive_norm_equals_a_fresh_bound_at_its_final_level(cls, rng):
-    kernel = kb.Matern(2.5, 0.3)
+    kernel = kb.Matern(nu=2.5, lengthscale=0.3)
     x, y = refuting_data(rng)
     bound = kb.AdaptiveNorm(cls(kernel, sigma=0.1, norm_bound=0.05, delta=0.01))
     # One δ serves every level (Flynn & Reeb 2024 Eq. 8 does not involve B): no share per level.
@@ -358,7 +358,7 @@ def test_a_numerical_failure_in_a_batch_leaves_the_adaptive_bound_as_it_was(cls,
 @pytest.mark.parametrize("cls", [kb.Dmm, kb.Cmm])
 def test_adaptive_norm_never_doubles_when_b0_is_far_above_the_truth(cls, rng):
     # f = 0.5 k(·, x0) has ‖f‖_H = 0.5; B0 = 20, Gaussian noise of the σ assumed.
-    kernel = kb.Matern(2.5, 0.3)
+    kernel = kb.Matern(nu=2.5, lengthscale=0.3)
     x0 = np.array([[0.4, 0.6]])
     x = rng.random((80, 2))
     y = 0.5 * kernel(x, x0)[:, 0] + 0.1 * rng.standard_normal(80)
@@ -368,7 +368,7 @@ def test_adaptive_norm_never_doubles_when_b0_is_far_above_the_truth(cls, rng):
 
 
 def test_adaptive_norm_in_an_agent_pickles_and_continues(rng):
-    kernel = kb.Matern(2.5, 0.3)
+    kernel = kb.Matern(nu=2.5, lengthscale=0.3)
     arms = rng.random((30, 2))
     agent = kb.UcbAgent(kb.AdaptiveNorm(kb.Dmm(kernel, sigma=0.1, norm_bound=0.05)))
     for _ in range(15):
@@ -439,7 +439,7 @@ def test_adaptive_norm_refuses_what_it_cannot_adapt_and_caps_the_level(rng):
 
 def test_rejected_calls_leave_the_adaptive_bound_unchanged(rng):
     x, y = refuting_data(rng)
-    bound = kb.AdaptiveNorm(kb.Cmm(kb.Matern(2.5, 0.3), sigma=0.1, norm_bound=0.05))
+    bound = kb.AdaptiveNorm(kb.Cmm(kb.Matern(nu=2.5, lengthscale=0.3), sigma=0.1, norm_bound=0.05))
     bound.observe_many(x[:6], y[:6])
     before, level = bound.to_bytes(), bound.level
     bad_batch_y = y[6:].copy()
@@ -472,7 +472,7 @@ def test_replicate_estimate_is_the_pooled_variance_with_a_chi2_interval(rng):
     y = np.sin(4 * x[:, 0]) + 0.2 * rng.standard_normal(len(x))
     order = rng.permutation(len(x))
     x, y = x[order], y[order]
-    est = kb.estimate_noise(kb.Matern(2.5, 0.3), x, y, confidence=0.9)
+    est = kb.estimate_noise(kb.Matern(nu=2.5, lengthscale=0.3), x, y, confidence=0.9)
     rep = est.replicates
     groups = [y[np.all(x == s, axis=1)] for s, c in zip(sites, counts) if c > 1]
     df = sum(len(g) - 1 for g in groups)
@@ -582,7 +582,7 @@ from test_hostile import arrays, call, values  # noqa: E402
     targets=st.lists(values, max_size=6),
     sigma=values,
     per_dimension=st.booleans(),
-    kernel=st.sampled_from([kb.FittedKernel([0.3, 2.0]), kb.FittedKernel(1e-3, family="rbf"), kb.Matern(2.5, 1e3)]),
+    kernel=st.sampled_from([kb.FittedKernel([0.3, 2.0]), kb.FittedKernel(1e-3, family="rbf"), kb.Matern(nu=2.5, lengthscale=1e3)]),
 )
 def test_unknown_hyperparameter_calls_answer_or_raise_their_own_errors(warm, targets, sigma, per_dimension, kernel):
     y = np.array(targets, dtype=np.float64)

@@ -74,10 +74,15 @@ pub struct Choice {
 /// most `max_iterations` iterations each. The starts are drawn afresh each round from `seed`,
 /// the number of observations and the number of pending points, so a run is reproducible.
 ///
-/// A smooth UCB (AY, IGP, AMM) converges in a few iterations; DMM's UCB, a minimum over its
-/// grid of regularisers, has kinks near well-sampled maxima, where the refinement can run to
-/// `max_iterations` (the bulk of a call's cost at large t): lower it to trade a little of the
-/// last digits of the maximum for time.
+/// Cost, for the exact bounds at t observations: the starts are ranked by the pruned search
+/// of [`ConfidenceBound::top_ucb`], which solves (O(t²) each) only the starts that can rank
+/// among the best `refine` (most are dropped on bounds from their first rows or their
+/// nearest observations); then each refinement costs O(t²) per step. A start where the UCB
+/// increases only out of the box (often a corner) costs one evaluation. DMM's UCB is a minimum
+/// over its grid of regularisers, refined on the few regularisers active along the way (one or
+/// two forward substitutions per step rather than one per grid point); it has kinks near
+/// well-sampled maxima, where the refinement can run to `max_iterations` (then the bulk of a
+/// call's cost): lower it to trade a little of the last digits of the maximum for time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ContinuousOptions {
@@ -171,6 +176,26 @@ impl PendingSet {
         self.position(x).is_some()
     }
 
+    /// The pending point an observation or a withdrawal at `x` resolves: the first one bitwise
+    /// equal, else the nearest one (largest relative coordinate difference, the oldest among
+    /// ties) that agrees with `x` to [`PENDING_TOLERANCE`] in every coordinate.
+    fn resolving(&self, x: &[f64]) -> Option<usize> {
+        if let Some(i) = self.position(x) {
+            return Some(i);
+        }
+        if x.len() != self.dim {
+            return None;
+        }
+        let mut best: Option<(f64, usize)> = None;
+        for i in 0..self.len() {
+            let distance = relative_distance(self.point(i), x);
+            if distance <= PENDING_TOLERANCE && best.is_none_or(|(d, _)| distance < d) {
+                best = Some((distance, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
     /// Adds `x` (checked finite by the caller). It is the pending UCB point if it is the last
     /// UCB point handed out and no UCB point is pending yet (one is in flight at a time).
     ///
@@ -197,9 +222,10 @@ impl PendingSet {
         Ok(())
     }
 
-    /// Removes the first pending point bitwise equal to `x`; whether there was one.
+    /// Removes the pending point `x` resolves (bitwise equal, else the nearest within
+    /// [`PENDING_TOLERANCE`]); whether there was one.
     pub(crate) fn remove(&mut self, x: &[f64]) -> bool {
-        match self.position(x) {
+        match self.resolving(x) {
             Some(i) => {
                 self.points.drain(i * self.dim..(i + 1) * self.dim);
                 self.ucb.remove(i);
@@ -238,6 +264,33 @@ impl PendingSet {
         }
         Ok(())
     }
+}
+
+/// The relative tolerance within which [`BanditAgent::update`] and [`BanditAgent::withdraw`]
+/// resolve a pending point that is not bitwise equal to the one given: every coordinate must
+/// agree to |xᵢ − pᵢ| ≤ 10⁻⁵·max(|xᵢ|, |pᵢ|). That absorbs what a point suffers on its way to
+/// a worker and back (a float32 round trip, 2⁻²⁴ ≈ 6·10⁻⁸; printing with 6 significant
+/// digits, at most 5·10⁻⁶), while two points a search hands out are far further apart (the
+/// exploration rule maximises the variance given the pending points). Per coordinate and
+/// relative, so it does not depend on units; a coordinate that is 0 in one must be ±0 in the
+/// other. The bitwise-equal match is tried first, then the nearest one.
+pub const PENDING_TOLERANCE: f64 = 1e-5;
+
+/// max over coordinates of |aᵢ − bᵢ| / max(|aᵢ|, |bᵢ|) (0 where both are ±0); +∞ if a
+/// coordinate is NaN or infinite, so that such a point resolves nothing (`f64::max` would drop a
+/// NaN).
+fn relative_distance(a: &[f64], b: &[f64]) -> f64 {
+    let mut largest = 0.0_f64;
+    for (p, x) in a.iter().zip(b) {
+        if !(p.is_finite() && x.is_finite()) {
+            return f64::INFINITY;
+        }
+        let scale = p.abs().max(x.abs());
+        if scale > 0.0 {
+            largest = largest.max((p - x).abs() / scale);
+        }
+    }
+    largest
 }
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {
@@ -374,17 +427,16 @@ fn best_indices(values: &[f64], count: usize) -> Vec<usize> {
     order
 }
 
-/// Refines the starts `chosen` (indices into the row-major `starts`) on `objective`, spread over
-/// the cores with the `parallel` feature for posteriors of `observations` large enough to pay
-/// for it (each refinement is sequential and deterministic, so the results are the same bits
-/// either way); the first error in the order of `chosen`.
+/// Refines the starts `chosen` (indices into the row-major `starts`) by `refine_one`, spread
+/// over the cores with the `parallel` feature for posteriors of `observations` large enough to
+/// pay for it (each refinement is sequential and deterministic, so the results are the same
+/// bits either way); the first error in the order of `chosen`.
 fn refine_all(
     domain: &BoxDomain,
     starts: &[f64],
     chosen: &[usize],
     observations: usize,
-    max_iterations: usize,
-    objective: impl Fn(&[f64]) -> Result<(f64, Vec<f64>)> + Sync,
+    refine_one: impl Fn(&[f64]) -> Result<crate::continuous::Maximum> + Sync,
 ) -> Result<Vec<crate::continuous::Maximum>> {
     let d = domain.dim();
     let mut slots: Vec<Option<Result<crate::continuous::Maximum>>> = vec![None; chosen.len()];
@@ -392,16 +444,7 @@ fn refine_all(
     let work = 50 * observations * observations;
     crate::parallel::for_each_chunk(&mut slots, 1, work, |i, slot| {
         let j = chosen[i];
-        let mut f = |x: &[f64]| objective(x);
-        slot[0] = Some(refine(
-            domain,
-            &starts[j * d..(j + 1) * d],
-            &mut f,
-            &RefineOptions {
-                max_iterations,
-                ..RefineOptions::default()
-            },
-        ));
+        slot[0] = Some(refine_one(&starts[j * d..(j + 1) * d]));
     });
     slots
         .into_iter()
@@ -409,9 +452,111 @@ fn refine_all(
         .collect()
 }
 
+/// Refines `start` on `objective` with [`refine`] for at most `max_iterations` iterations.
+fn refine_on(
+    domain: &BoxDomain,
+    start: &[f64],
+    max_iterations: usize,
+    objective: &(impl Fn(&[f64]) -> Result<(f64, Vec<f64>)> + ?Sized),
+) -> Result<crate::continuous::Maximum> {
+    let mut f = |x: &[f64]| objective(x);
+    refine(
+        domain,
+        start,
+        &mut f,
+        &RefineOptions {
+            max_iterations,
+            ..RefineOptions::default()
+        },
+    )
+}
+
+/// The term of `among` with the smallest value, the first among ties (a NaN never replaces
+/// the first); `None` if `among` is empty.
+fn lowest_term(values: &[f64], among: impl Iterator<Item = usize>) -> Option<usize> {
+    let mut best: Option<usize> = None;
+    for r in among {
+        if best.is_none_or(|b| values[r] < values[b]) {
+            best = Some(r);
+        }
+    }
+    best
+}
+
+/// Refines `start` on the UCB U = min_r U_r ([`ConfidenceBound::ucb_terms`]) by an active
+/// set of terms: [`refine`] on min_{r ∈ S} U_r, with S first the term attaining U at the
+/// start; at the point reached, every term is evaluated, and if one outside S is at or
+/// below min_S there, it joins S and the refinement goes on from that point (at most once
+/// per term, within `max_iterations` in all). When it ends, min_S = U at the point returned
+/// and every term outside S is strictly above it, hence above min_S in a neighbourhood: a
+/// local maximiser of min_S there is one of U. Each step computes the terms of S only (one
+/// forward substitution each for DMM-UCB) rather than all of them; a bound of one term is
+/// refined on [`ConfidenceBound::ucb_gradient`] directly.
+///
+/// [`Maximum::value`](crate::continuous::Maximum::value) is U at the point (the minimum of
+/// every term), [`Maximum::converged`](crate::continuous::Maximum::converged) whether the
+/// last refinement converged with S complete there.
+fn refine_ucb<B: ConfidenceBound + ?Sized>(
+    bound: &B,
+    domain: &BoxDomain,
+    start: &[f64],
+    max_iterations: usize,
+) -> Result<crate::continuous::Maximum> {
+    let count = bound.ucb_terms();
+    if count <= 1 {
+        return refine_on(domain, start, max_iterations, &|x: &[f64]| {
+            bound.ucb_gradient(x)
+        });
+    }
+    let at_start = bound.ucb_term_values(start)?;
+    let first = lowest_term(&at_start, 0..count).unwrap_or(0);
+    let mut terms = vec![first];
+    let mut from = start.to_vec();
+    let (mut iterations, mut evaluations) = (0, 1);
+    loop {
+        let found = refine_on(
+            domain,
+            &from,
+            max_iterations - iterations,
+            &|x: &[f64]| bound.ucb_gradient_among(x, &terms),
+        )?;
+        iterations += found.iterations;
+        evaluations += found.evaluations + 1;
+        let values = bound.ucb_term_values(&found.point)?;
+        let inside = lowest_term(&values, terms.iter().copied()).unwrap_or(first);
+        let missing: Vec<usize> = (0..count)
+            .filter(|r| {
+                !terms.contains(r)
+                    && values[*r].partial_cmp(&values[inside]) != Some(std::cmp::Ordering::Greater)
+            })
+            .collect();
+        if missing.is_empty() || iterations >= max_iterations {
+            let value = values.iter().copied().fold(f64::INFINITY, f64::min);
+            return Ok(crate::continuous::Maximum {
+                point: found.point,
+                value,
+                start: 0,
+                start_value: at_start.iter().copied().fold(f64::INFINITY, f64::min),
+                evaluations,
+                iterations,
+                converged: found.converged && missing.is_empty(),
+            });
+        }
+        terms.extend(missing);
+        terms.sort_unstable();
+        from = found.point;
+    }
+}
+
 /// The UCB point in `domain`: the best starts refined on U by its gradient; of the refined
-/// points and all starts, the one whose U (by `evaluate`) is largest and that is not pending,
-/// so the value returned is never below that of a start that is not pending.
+/// points and the best starts, the one whose U (by `evaluate`) is largest and that is not
+/// pending, so the value returned is never below that of a start that is not pending (to
+/// rounding).
+///
+/// The starts are ranked by [`ConfidenceBound::top_ucb`], which for the exact bounds solves
+/// only the starts that can rank among the best (the pruned search of `argmax_ucb`): the
+/// `refine` best, and as many more as there are pending starts, so that the best start that
+/// is not pending is always among them. Every other start has a U below all of theirs.
 pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
@@ -421,28 +566,27 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
 ) -> Result<Choice> {
     let d = domain.dim();
     let points = Points::from_row_major(starts, d)?;
-    let values = bound.evaluate(&points)?.ucb;
-    max_finite(&values, "upper confidence bound")?;
-    let chosen = best_indices(&values, options.refine);
-    let refined = refine_all(
-        domain,
-        starts,
-        &chosen,
-        bound.len(),
-        options.max_iterations,
-        |x| bound.ucb_gradient(x),
-    )?;
-    // The refined points, scored together, then every start with the score it already has:
-    // the best that is not pending (a pending point at the maximiser, say a corner the
-    // refinements converge onto, gives way to the next best); in a box that is a single
-    // point, that point.
-    let mut finalists = Vec::with_capacity(chosen.len() * d);
+    let pending_starts = starts
+        .chunks_exact(d)
+        .filter(|x| pending.contains(x))
+        .count();
+    let top = bound.top_ucb(&points, options.refine + pending_starts)?;
+    let chosen = &top[..options.refine.min(top.len())];
+    let refined = refine_all(domain, starts, chosen, bound.len(), |start| {
+        refine_ucb(bound, domain, start, options.max_iterations)
+    })?;
+    // The refined points and the best starts, scored together: the best that is not pending
+    // (a pending point at the maximiser, say a corner the refinements converge onto, gives way
+    // to the next best); in a box that is a single point, that point.
+    let mut finalists = Vec::with_capacity((refined.len() + top.len()) * d);
     for refined in &refined {
         finalists.extend_from_slice(&refined.point);
     }
-    let mut scores = bound.evaluate(&Points::from_row_major(&finalists, d)?)?.ucb;
-    finalists.extend_from_slice(starts);
-    scores.extend_from_slice(&values);
+    for &j in &top {
+        finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
+    }
+    let scores = bound.evaluate(&Points::from_row_major(&finalists, d)?)?.ucb;
+    max_finite(&scores, "upper confidence bound")?;
     let order = best_indices(&scores, scores.len());
     let best = order
         .iter()
@@ -497,8 +641,11 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
         starts,
         &chosen,
         bound.len() + pending.len(),
-        options.max_iterations,
-        |x| conditioned.variance_gradient(x),
+        |start| {
+            refine_on(domain, start, options.max_iterations, &|x: &[f64]| {
+                conditioned.variance_gradient(x)
+            })
+        },
     )?;
     // (point, variance, converged, iterations)
     let mut best: Option<(Vec<f64>, f64, bool, usize)> = None;

@@ -7,10 +7,12 @@
 
 pub mod batch;
 mod random;
+mod refit;
 mod ucb;
 
-pub use batch::{Choice, ContinuousOptions, Rule};
+pub use batch::{Choice, ContinuousOptions, PENDING_TOLERANCE, Rule};
 pub use random::RandomAgent;
+pub use refit::{Observed, Recommendation, Refit, RefitMode, RefitOptions};
 pub use ucb::{ArmSetPolicy, Misspecification, UcbAgent};
 
 use crate::continuous::BoxDomain;
@@ -212,8 +214,11 @@ pub trait BanditAgent {
 
     /// Registers `x` as a pending evaluation: handed to a worker, its reward still to come.
     /// Later selections take it into account (GP-UCB-PE, see [`batch`]);
-    /// [`BanditAgent::update`] with the same point (bitwise) resolves it, in any order;
-    /// [`BanditAgent::withdraw`] forgets it. If `x` is the last UCB point the agent handed out,
+    /// [`BanditAgent::update`] with the same point resolves it, in any order;
+    /// [`BanditAgent::withdraw`] forgets it. "The same point" is bitwise equal or, failing
+    /// that, the nearest pending point within the relative tolerance [`PENDING_TOLERANCE`]
+    /// (10⁻⁵ in every coordinate), so that a point rounded on its way to a worker and back still
+    /// resolves its pending evaluation. If `x` is the last UCB point the agent handed out,
     /// it counts as the pending UCB point. A point may be pending more than once.
     ///
     /// # Errors
@@ -242,7 +247,8 @@ pub trait BanditAgent {
         Err(unsupported(self, "pending evaluations"))
     }
 
-    /// Forgets the pending evaluation `x` (the first one bitwise equal), e.g. for a failed
+    /// Forgets the pending evaluation `x` (the first one bitwise equal, else the nearest within
+    /// [`PENDING_TOLERANCE`], as [`BanditAgent::update`] resolves one), e.g. for a failed
     /// experiment: the agent is then bit for bit what it would be had `x` never been pending.
     ///
     /// # Errors

@@ -90,6 +90,10 @@ pub struct UcbAgent<B> {
     pub(super) pending_set: PendingSet,
     /// How [`BanditAgent::select_in`] searches a box.
     pub(super) continuous: ContinuousOptions,
+    /// Every observation absorbed by [`BanditAgent::update`], for [`UcbAgent::refit`] and
+    /// [`UcbAgent::recommend`].
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub(super) observed: super::refit::Observed,
 }
 
 impl<B: ConfidenceBound> UcbAgent<B> {
@@ -103,6 +107,7 @@ impl<B: ConfidenceBound> UcbAgent<B> {
             previous_len: 0,
             pending_set: PendingSet::default(),
             continuous: ContinuousOptions::default(),
+            observed: super::refit::Observed::default(),
         }
     }
 
@@ -311,7 +316,9 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
         Ok(best)
     }
 
-    /// Absorbs the reward; if `x` is pending (bitwise), it is resolved.
+    /// Absorbs the reward at `x` as given; if `x` is pending (bitwise, else within the relative
+    /// [`super::PENDING_TOLERANCE`] of the nearest pending point), that pending point is
+    /// resolved.
     fn update(&mut self, x: &[f64], y: f64) -> Result<()> {
         if let Some(expected) = self.pending_set.dim()
             && self.bound.dim().is_none()
@@ -323,6 +330,7 @@ impl<B: ConfidenceBound> BanditAgent for UcbAgent<B> {
             });
         }
         self.bound.observe(x, y)?;
+        self.observed.push(x, y);
         self.pending_set.remove(x);
         Ok(())
     }
@@ -372,6 +380,7 @@ impl<B: ConfidenceBound + crate::snapshot::Snapshot> crate::snapshot::Snapshot f
         )?;
         crate::snapshot::ensure_finite(&self.previous, "remembered arms")?;
         self.pending_set.check()?;
+        self.observed.check()?;
         crate::snapshot::ensure(
             self.pending_set.dim().is_none_or(|d| dim == 0 || d == dim),
             || "pending points of another dimension".into(),

@@ -310,6 +310,28 @@ impl<B: AdjustableNorm> AdaptiveNorm<B> {
         }
     }
 
+    /// `inner` (e.g. the inner bound rebuilt on a refitted kernel) in this wrapper's place:
+    /// B₀, δ, the cap, the current level (B_k is set on `inner`), the doubling history and the
+    /// exhaustion record are kept, and `inner`'s observations, if any, are checked at once
+    /// (levels only go up). Used by [`crate::agent::UcbAgent::refit`].
+    ///
+    /// # Errors
+    /// As [`AdjustableNorm::set_norm_bound`] on `inner` (a kind without B); `inner` is dropped.
+    pub(crate) fn with_inner(&self, mut inner: B) -> Result<Self> {
+        inner.set_norm_bound(self.norm_bound(), self.delta)?;
+        let mut wrapper = Self {
+            inner,
+            initial_norm: self.initial_norm,
+            delta: self.delta,
+            level: self.level,
+            max_level: self.max_level,
+            doublings: self.doublings.clone(),
+            exhausted: self.exhausted,
+        };
+        wrapper.refute();
+        Ok(wrapper)
+    }
+
     /// Puts the inner bound back to `level` (a level it has been at: valid).
     fn restore_level(&mut self, level: u32) {
         self.level = level;
@@ -429,11 +451,17 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn diagnostics(&self) -> Diagnostics {
         self.inner.diagnostics()
     }
+    fn observations(&self) -> Result<super::Observations> {
+        self.inner.observations()
+    }
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         self.inner.evaluate(points)
     }
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
         self.inner.argmax_ucb(points)
+    }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        self.inner.top_ucb(points, count)
     }
     fn len(&self) -> usize {
         self.inner.len()
@@ -471,6 +499,15 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     }
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         self.inner.ucb_gradient(x)
+    }
+    fn ucb_terms(&self) -> usize {
+        self.inner.ucb_terms()
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+        self.inner.ucb_term_values(x)
+    }
+    fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+        self.inner.ucb_gradient_among(x, terms)
     }
     fn pending_variance<'a>(
         &'a self,

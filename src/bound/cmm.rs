@@ -103,6 +103,11 @@ use crate::posterior::ExactPosterior;
 /// a0 = σ²/c, computed through its one-dimensional dual (see the module documentation for the
 /// method and its numerics).
 ///
+/// With the adaptive scale (the default, [`BoundParams`]) R_t is R* = min over the nine c of
+/// [`super::SCALE_GRID`] of R_t(c) with ln(9/δ) (a union bound: every c of the grid is valid
+/// at every round at once), computed from one Cholesky factor of K_t + (σ²/c)·I per grid
+/// point, and a0 is σ²/c at the minimising c; the dual's a stays free (Thm 4.5).
+///
 /// Cost: the eigendecomposition of K_t, at the first query after a change of the data. After
 /// one appended observation it is a bordered update of the previous one (deflation, a
 /// secular equation and one matrix product over the non-deflated eigenvectors; Gu & Eisenstat
@@ -951,7 +956,7 @@ impl<K: Kernel> Cmm<K> {
     pub fn new(kernel: K, params: BoundParams) -> Result<Self> {
         let params = params.check()?;
         Ok(Self {
-            posterior: ExactPosterior::new(kernel, &[params.mixture_regulariser()])?,
+            posterior: ExactPosterior::new(kernel, &params.mixture_regularisers())?,
             params,
             spectrum: Mutex::new(Vec::new()),
             health: Mutex::new(SpectralHealth::default()),
@@ -994,16 +999,47 @@ impl<K: Kernel> Cmm<K> {
         &self.posterior
     }
 
-    /// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ).
+    /// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ); with an adaptive c, the smallest over
+    /// [`super::SCALE_GRID`], each with ln(9/δ).
     pub fn radius_sq(&self) -> f64 {
-        super::mixture::data_radius_sq(&self.params, &self.posterior, 0)
+        super::mixture::best_data_radius(
+            &self.params,
+            &self.posterior,
+            0..self.posterior.regularisers().len(),
+        )
+        .1
+    }
+
+    /// The index of the factor whose R_t is used (0 for a fixed c).
+    fn mixture_index(&self) -> usize {
+        super::mixture::best_data_radius(
+            &self.params,
+            &self.posterior,
+            0..self.posterior.regularisers().len(),
+        )
+        .0
+    }
+
+    /// a0 = σ²/c for the c in use ([`Cmm::scale_in_use`]).
+    fn a0(&self) -> f64 {
+        self.posterior.factor(self.mixture_index()).regulariser()
+    }
+
+    /// The covariance scale c whose R_t the bound uses: the fixed c, or the grid point with the
+    /// smallest R_t(c) when c is adaptive.
+    pub fn scale_in_use(&self) -> f64 {
+        if self.params.is_adaptive() {
+            super::SCALE_GRID[self.mixture_index()]
+        } else {
+            self.params.scale()
+        }
     }
 
     /// (a, R̃_a²) at the a > 0 that minimises R̃_a² = R_t² + aB² − a q_a, which is convex in a
     /// (a q_a = Σ b_i² a/(λ_i + a) + ‖b_N‖² is concave): a golden-section search over ln a
     /// across 24 decades around the spectrum, plus the limit a → 0 (R_t² − ‖b_N‖²).
     fn smallest_radius(&self) -> (f64, f64) {
-        let a0 = self.params.mixture_regulariser();
+        let a0 = self.a0();
         let radius_sq = self.radius_sq();
         let Ok(spectrum) = self.spectrum() else {
             return (a0, f64::NAN);
@@ -1141,7 +1177,7 @@ impl<K: Kernel> Cmm<K> {
         let spectrum = &prepared.spectrum;
         let p: Vec<f64> = prepared.projections.col(0).iter().copied().collect();
         let objective = self.objective(&prepared, 0);
-        let a0 = self.params.mixture_regulariser();
+        let a0 = self.a0();
         let (upper, optimum) = objective.minimise(a0);
         let (regulariser, a) = match optimum {
             Optimum::At(a) => (a, a),
@@ -1222,7 +1258,7 @@ impl<K: Kernel> Cmm<K> {
             .diag_gradient(x, &mut diag_gradient)?;
         let points = Points::from_row_major(x, d)?;
         let prepared = self.prepare(&points)?;
-        let a0 = self.params.mixture_regulariser();
+        let a0 = self.a0();
         let mut objective = self.objective(&prepared, 0);
         let mean = objective.mean(a0);
         let (ucb, upper) = objective.minimise(a0);
@@ -1315,7 +1351,7 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
             return Ok(Bounds::default());
         }
         let prepared = self.prepare(points)?;
-        let a0 = self.params.mixture_regulariser();
+        let a0 = self.a0();
         let mut bounds = Bounds {
             mean: Vec::with_capacity(m),
             lcb: Vec::with_capacity(m),
@@ -1345,7 +1381,7 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
             return Err(Error::NoArms);
         }
         let prepared = self.prepare(points)?;
-        let a0 = self.params.mixture_regulariser();
+        let a0 = self.a0();
         let logs = scan(a0);
         let grid: Vec<f64> = logs
             .iter()
@@ -1413,7 +1449,7 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         &'a self,
         pending: &Points<'_>,
     ) -> Result<Box<dyn super::PendingVariance + 'a>> {
-        super::exact_pending_variance(&self.posterior, 0, pending)
+        super::exact_pending_variance(&self.posterior, self.mixture_index(), pending)
     }
 
     forward_posterior!(without truncate);
@@ -1523,7 +1559,7 @@ impl<K: Kernel + crate::snapshot::Snapshot> crate::snapshot::Snapshot for Cmm<K>
         use crate::snapshot::{ensure, ensure_finite};
         self.posterior.restore()?;
         self.params.restore()?;
-        super::same_regularisers(&self.posterior, &[self.params.mixture_regulariser()])?;
+        super::same_regularisers(&self.posterior, &self.params.mixture_regularisers())?;
         let t = self.posterior.len();
         let cache = self
             .spectrum

@@ -14,7 +14,11 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 ///
 /// Every a gives a valid bound (weak duality of Thm 4.5), so the grid minimum is one too, and
 /// it is never looser than AMM-UCB (a0 = σ²/c is always in the grid). The reported mean is
-/// μ_{a0}. The regularisers share one store of points; a query evaluates the kernel block
+/// μ_{a0}.
+///
+/// With the adaptive scale (the default, [`BoundParams`]), the regularisers are σ²/c for the
+/// nine c of [`super::SCALE_GRID`] (σ²·{1, 10^½, …, 10⁴}), R_t is the smallest R_t(c) over them
+/// (each with ln(9/δ)), a0 is the regulariser of that c, and the reported mean μ_{a0}. The regularisers share one store of points; a query evaluates the kernel block
 /// once and solves it against each factor.
 ///
 /// # Examples
@@ -38,7 +42,8 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 pub struct Dmm<K> {
     posterior: ExactPosterior<K>,
     params: CheckedParams,
-    /// Index of a0 among the posterior's regularisers.
+    /// Index of a0 among the posterior's regularisers (fixed c); with an adaptive c, the grid's
+    /// regularisers come first and a0 is the one with the smallest R_t, found at each query.
     mixture_index: usize,
 }
 
@@ -52,7 +57,8 @@ impl<K: Kernel> Dmm<K> {
     }
 
     /// DMM-UCB on the grid `multipliers`·σ²/c; a0 = σ²/c itself is added if absent, since the
-    /// radius R_t is evaluated there.
+    /// radius R_t is evaluated there. With the adaptive scale the regularisers are σ²/c for c
+    /// in [`super::SCALE_GRID`], followed by `multipliers`·σ².
     ///
     /// # Errors
     /// Invalid parameters, or a multiplier that is not finite and positive.
@@ -70,6 +76,17 @@ impl<K: Kernel> Dmm<K> {
             .iter()
             .map(|&m| positive("multiplier", m).map(|m| m * a0))
             .collect::<Result<Vec<_>>>()?;
+        if params.is_adaptive() {
+            let mut all = params.mixture_regularisers();
+            if multipliers != DMM_GRID {
+                all.extend(regularisers);
+            }
+            return Ok(Self {
+                posterior: ExactPosterior::new(kernel, &all)?,
+                params,
+                mixture_index: 0,
+            });
+        }
         let mixture_index = match multipliers.iter().position(|&m| m == 1.0) {
             Some(i) => {
                 regularisers[i] = a0;
@@ -92,6 +109,31 @@ impl<K: Kernel> Dmm<K> {
         &self.params
     }
 
+    /// The index of a0, whose R_t the widths use (with an adaptive c: the grid point with the
+    /// smallest R_t(c), Flynn & Reeb 2024 Eq. 8, each with ln(9/δ)).
+    fn mixture_index(&self) -> usize {
+        if self.params.is_adaptive() {
+            super::mixture::best_data_radius(
+                &self.params,
+                &self.posterior,
+                0..super::SCALE_GRID.len(),
+            )
+            .0
+        } else {
+            self.mixture_index
+        }
+    }
+
+    /// The covariance scale c whose R_t the bound uses now: the fixed c, or the grid point
+    /// with the smallest R_t(c) when c is adaptive.
+    pub fn scale_in_use(&self) -> f64 {
+        if self.params.is_adaptive() {
+            super::SCALE_GRID[self.mixture_index()]
+        } else {
+            self.params.scale()
+        }
+    }
+
     /// The underlying exact posterior (one factor per grid regulariser).
     pub fn posterior(&self) -> &ExactPosterior<K> {
         &self.posterior
@@ -100,8 +142,9 @@ impl<K: Kernel> Dmm<K> {
     /// R̃_a/√a for every regulariser, in grid order, followed by a0's if a0 was not in the
     /// grid.
     pub fn widths(&self) -> Vec<f64> {
+        let r0 = self.mixture_index();
         (0..self.posterior.regularisers().len())
-            .map(|r| mixture_width(&self.params, &self.posterior, r, self.mixture_index))
+            .map(|r| mixture_width(&self.params, &self.posterior, r, r0))
             .collect()
     }
 }
@@ -117,11 +160,11 @@ impl<K: Kernel> ConfidenceBound for Dmm<K> {
             &self.params,
             &self.posterior,
             0..self.posterior.regularisers().len(),
-            self.mixture_index,
+            self.mixture_index(),
         )
     }
 
-    forward_posterior!(|b| widths: b.widths(), mean: b.mixture_index);
+    forward_posterior!(|b| widths: b.widths(), mean: b.mixture_index());
 }
 
 /// B and δ enter only DMM-UCB's widths R̃_a/√a, computed at every query from the cached
@@ -142,6 +185,13 @@ impl<K: Kernel> super::AdjustableNorm for Dmm<K> {
 #[cfg(feature = "serde")]
 super::exact_snapshot!(Dmm, "dmm", |b| {
     b.params.restore()?;
+    if b.params.is_adaptive() {
+        let grid = b.params.mixture_regularisers();
+        return crate::snapshot::ensure(
+            b.posterior.regularisers().take(grid.len()).eq(grid),
+            || "the adaptive scale's regularisers are not the grid's".into(),
+        );
+    }
     let a0 = b.params.mixture_regulariser();
     crate::snapshot::ensure(
         b.posterior.regularisers().nth(b.mixture_index) == Some(a0),

@@ -343,6 +343,9 @@ impl<K: Kernel> ConfidenceBound for EkUcb<K> {
         self.evaluate(points)?.argmax_ucb()
     }
 
+    fn observations(&self) -> Result<super::Observations> {
+        Ok(self.posterior.observations())
+    }
     fn len(&self) -> usize {
         self.posterior.len()
     }

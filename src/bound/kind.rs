@@ -7,8 +7,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::{
-    Amm, ArmSetInfo, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Diagnostics, Dmm, EkUcb,
-    Igp, KUcb, SketchParams,
+    Amm, ArmSetInfo, Ay, Bkb, BoundParams, Bounds, CheckedParams, Cmm, ConfidenceBound,
+    Diagnostics, Dmm, EkUcb, Igp, KUcb, SketchParams,
 };
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
@@ -331,6 +331,22 @@ impl<K> AnyBound<K> {
     }
 }
 
+impl<K: Kernel> AnyBound<K> {
+    /// σ, B, δ, c (and λ, η) of AY, IGP, AMM, DMM and CMM, as the bound uses them (B and δ
+    /// are those in force, e.g. after [`super::AdaptiveNorm`] doubled B); `None` for K-UCB, BKB
+    /// and EK-UCB, whose widths are set by [`SketchParams`].
+    pub fn params(&self) -> Option<&CheckedParams> {
+        match self {
+            Self::Ay(b) => Some(b.params()),
+            Self::Igp(b) => Some(b.params()),
+            Self::Amm(b) => Some(b.params()),
+            Self::Dmm(b) => Some(b.params()),
+            Self::Cmm(b) => Some(b.params()),
+            Self::KUcb(_) | Self::Bkb(_) | Self::EkUcb(_) => None,
+        }
+    }
+}
+
 impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn name(&self) -> &'static str {
         dispatch!(self, b => b.name())
@@ -344,11 +360,17 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn diagnostics(&self) -> Diagnostics {
         dispatch!(self, b => b.diagnostics())
     }
+    fn observations(&self) -> Result<super::Observations> {
+        dispatch!(self, b => b.observations())
+    }
     fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
         dispatch!(self, b => b.evaluate(points))
     }
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
         dispatch!(self, b => b.argmax_ucb(points))
+    }
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        dispatch!(self, b => b.top_ucb(points, count))
     }
     fn len(&self) -> usize {
         dispatch!(self, b => b.len())
@@ -376,6 +398,15 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     }
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         dispatch!(self, b => b.ucb_gradient(x))
+    }
+    fn ucb_terms(&self) -> usize {
+        dispatch!(self, b => b.ucb_terms())
+    }
+    fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+        dispatch!(self, b => b.ucb_term_values(x))
+    }
+    fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+        dispatch!(self, b => b.ucb_gradient_among(x, terms))
     }
     fn pending_variance<'a>(
         &'a self,

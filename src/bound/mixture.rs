@@ -6,7 +6,8 @@ use crate::posterior::ExactPosterior;
 
 /// R̃_a/√a, the factor multiplying ρ_a(x) in U_a(x) = μ_a(x) + (R̃_a/√a)ρ_a(x)
 /// (Flynn & Reeb 2024 Cor. 4.3 and Eq. 8), for the regulariser with index `r` of `posterior`, whose
-/// regulariser with index `r0` is a0 = σ²/c:
+/// regulariser with index `r0` is a0 = σ²/c (for an adaptive c, the c of the grid whose R_t is
+/// used, with ln(m/δ): see [`super::BoundParams`]):
 ///
 /// R̃_a² = R_t² + aB² − a q_a,  R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ).
 ///
@@ -40,7 +41,7 @@ pub(crate) fn mixture_radius_sq<K: Kernel>(
     r: usize,
     r0: usize,
 ) -> f64 {
-    let a0 = params.mixture_regulariser();
+    let a0 = posterior.factor(r0).regulariser();
     let a = posterior.factor(r).regulariser();
     let (log_det, confidence) = log_terms(params, posterior, r0);
     let radius_sq_without_quad = log_det + confidence;
@@ -62,7 +63,23 @@ pub(crate) fn data_radius_sq<K: Kernel>(
     r0: usize,
 ) -> f64 {
     let (log_det, confidence) = log_terms(params, posterior, r0);
-    params.mixture_regulariser() * posterior.quad_form(r0) + log_det + confidence
+    posterior.factor(r0).regulariser() * posterior.quad_form(r0) + log_det + confidence
+}
+
+/// The index among `rs` whose R_t² ([`data_radius_sq`]) is smallest, and that R_t²: for an
+/// adaptive c, R*² = min over the grid of R_t(c)², each with ln(m/δ) (the union bound of
+/// [`super::BoundParams`]). The first index wins ties; a NaN radius is chosen (to be reported).
+pub(crate) fn best_data_radius<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    rs: impl Iterator<Item = usize>,
+) -> (usize, f64) {
+    rs.map(|r| (r, data_radius_sq(params, posterior, r)))
+        .fold(None, |best: Option<(usize, f64)>, (r, v)| match best {
+            Some((_, b)) if nan_first(b) <= nan_first(v) => best,
+            _ => Some((r, v)),
+        })
+        .unwrap_or((0, f64::NAN))
 }
 
 /// σ² ld_{a0} and 2σ² ln(1/δ), the parts of R_t² that do not depend on the targets (apart, so
@@ -75,7 +92,7 @@ fn log_terms<K: Kernel>(
     let sigma_sq = params.sigma() * params.sigma();
     (
         sigma_sq * posterior.log_det(r0),
-        2.0 * sigma_sq * params.log_inv_delta(),
+        2.0 * sigma_sq * params.mixture_log_inv_delta(),
     )
 }
 

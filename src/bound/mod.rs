@@ -47,14 +47,14 @@ pub use amm::Amm;
 pub use ay::Ay;
 pub use bkb::Bkb;
 pub use cmm::{Certificate, Cmm, SpectralHealth};
-pub use diagnostics::Diagnostics;
+pub use diagnostics::{CheckedBounds, Diagnostics};
 pub use dmm::{DMM_GRID, Dmm};
 pub use ek_ucb::EkUcb;
 pub use gp_ucb::{GpUcb, InformationGain};
 pub use igp::Igp;
 pub use k_ucb::KUcb;
 pub use kind::{AnyBound, BoundConfig, BoundKind, UnknownBound};
-pub use params::{BoundParams, CheckedParams, paper_scale};
+pub use params::{BoundParams, CheckedParams, SCALE_GRID, paper_scale};
 pub use sketch::{BatchFeedback, SketchParams};
 
 pub use crate::posterior::ArmSetInfo;
@@ -130,6 +130,54 @@ pub struct BoundGradient {
     pub lcb_gradient: Vec<f64>,
     /// ∇U(x).
     pub ucb_gradient: Vec<f64>,
+}
+
+/// The observations a bound holds, in the order it absorbed them
+/// ([`ConfidenceBound::observations`]): the inputs x_1, …, x_t row-major and the targets
+/// y_1, …, y_t. After [`ConfidenceBound::truncate`] or [`ConfidenceBound::remove_oldest`] (a
+/// sliding window) they are the ones the bound still uses.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Observations {
+    /// The input dimension d (0 before the first observation).
+    pub dim: usize,
+    /// The inputs, row-major: t rows of d coordinates.
+    pub inputs: Vec<f64>,
+    /// The targets, one per input.
+    pub targets: Vec<f64>,
+}
+
+impl Observations {
+    /// The number of observations t.
+    pub fn len(&self) -> usize {
+        self.targets.len()
+    }
+
+    /// Whether there is no observation.
+    pub fn is_empty(&self) -> bool {
+        self.targets.is_empty()
+    }
+
+    /// Input `i`.
+    ///
+    /// # Panics
+    /// If `i >= self.len()`.
+    pub fn input(&self, i: usize) -> &[f64] {
+        &self.inputs[i * self.dim..(i + 1) * self.dim]
+    }
+
+    /// The observations of an exact posterior.
+    pub(crate) fn of_exact<K: Kernel>(posterior: &ExactPosterior<K>) -> Self {
+        let t = posterior.len();
+        let mut inputs = Vec::with_capacity(t * posterior.dim().unwrap_or(0));
+        for i in 0..t {
+            inputs.extend_from_slice(posterior.input(i));
+        }
+        Self {
+            dim: posterior.dim().unwrap_or(0),
+            inputs,
+            targets: posterior.targets().to_vec(),
+        }
+    }
 }
 
 /// The posterior variance given the observations and further *pending* inputs whose targets
@@ -209,6 +257,21 @@ pub(crate) fn exact_argmax<K: Kernel>(
     posterior.argmax_upper(points, &widths)
 }
 
+/// The `top_ucb` of every exact bound: the pruned search of
+/// [`ExactPosterior::top_upper`](crate::posterior::ExactPosterior::top_upper).
+///
+/// # Errors
+/// As [`exact_argmax`].
+pub(crate) fn exact_top<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    points: &Points<'_>,
+    count: usize,
+) -> Result<Vec<usize>> {
+    let widths = checked_widths(widths)?;
+    posterior.top_upper(points, &widths, count)
+}
+
 /// The `gradient` of every exact bound of the form U = min_r (μ_r + w_r ρ_r),
 /// L = max_r (μ_r − w_r ρ_r) (see [`exact_evaluate`]): each side's gradient is that of its
 /// active regulariser (the lowest index among ties), and the mean's that of `mean_index`.
@@ -224,8 +287,9 @@ pub(crate) fn exact_gradient<K: Kernel>(
 ) -> Result<BoundGradient> {
     let widths = checked_widths(widths)?;
     let solve = posterior.point_solve(x)?;
-    let (upper, up) = active(&solve, &widths, 1.0);
-    let (lower, low) = active(&solve, &widths, -1.0);
+    let all: Vec<usize> = (0..widths.len()).collect();
+    let (upper, up) = active(&solve, &widths, 1.0, &all);
+    let (lower, low) = active(&solve, &widths, -1.0, &all);
     Ok(BoundGradient {
         mean: solve.means[mean_index],
         lcb: -lower,
@@ -245,13 +309,70 @@ pub(crate) fn exact_ucb_gradient<K: Kernel>(
     widths: &[f64],
     x: &[f64],
 ) -> Result<(f64, Vec<f64>)> {
+    let all: Vec<usize> = (0..widths.len()).collect();
+    exact_ucb_gradient_among(posterior, widths, x, &all)
+}
+
+/// The `ucb_gradient_among` of every exact bound: min_{r ∈ terms} (μ_r + w_r ρ_r) and the
+/// gradient of its active term (the lowest index among ties), from the forward substitutions
+/// of those regularisers alone and one back substitution. With every term, the bits of
+/// [`exact_ucb_gradient`].
+///
+/// # Errors
+/// As [`exact_gradient`]; [`Error::InvalidParameter`] for no term or a term out of range.
+pub(crate) fn exact_ucb_gradient_among<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    x: &[f64],
+    terms: &[usize],
+) -> Result<(f64, Vec<f64>)> {
     let widths = checked_widths(widths)?;
-    let solve = posterior.point_solve(x)?;
-    let (upper, up) = active(&solve, &widths, 1.0);
+    let terms = checked_terms(terms, widths.len())?;
+    let solve = posterior.point_solve_among(x, &terms)?;
+    let (upper, up) = active(&solve, &widths, 1.0, &terms);
     Ok((
         upper,
         posterior.combination_gradient(&solve, up, widths[up]),
     ))
+}
+
+/// The `ucb_term_values` of every exact bound: μ_r + w_r ρ_r for every regulariser, the same
+/// bits as the terms [`exact_ucb_gradient_among`] compares.
+///
+/// # Errors
+/// As [`exact_gradient`].
+pub(crate) fn exact_ucb_terms<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    x: &[f64],
+) -> Result<Vec<f64>> {
+    let widths = checked_widths(widths)?;
+    let solve = posterior.point_solve(x)?;
+    Ok((0..widths.len())
+        .map(|r| term(&solve, &widths, 1.0, r))
+        .collect())
+}
+
+/// `terms` sorted and without repeats, if it is not empty and every term is below `count`.
+fn checked_terms(terms: &[usize], count: usize) -> Result<Vec<usize>> {
+    if let Some(&r) = terms.iter().find(|&&r| r >= count) {
+        return Err(Error::InvalidParameter {
+            name: "terms",
+            value: r as f64,
+            expected: "indices below the bound's number of UCB terms",
+        });
+    }
+    if terms.is_empty() {
+        return Err(Error::InvalidParameter {
+            name: "terms",
+            value: 0.0,
+            expected: "at least one term",
+        });
+    }
+    let mut terms = terms.to_vec();
+    terms.sort_unstable();
+    terms.dedup();
+    Ok(terms)
 }
 
 /// The `pending_variance` of every exact bound: the variance at regulariser `mean_index`.
@@ -267,17 +388,27 @@ pub(crate) fn exact_pending_variance<'a, K: Kernel>(
 }
 
 /// For `sign = 1`, min_r (μ_r + w_r ρ_r) and its regulariser; for `sign = −1`,
-/// min_r (−μ_r + w_r ρ_r) = −max_r (μ_r − w_r ρ_r) and its regulariser. Lowest index among
-/// ties, as in [`exact_evaluate`].
-fn active(solve: &crate::posterior::PointSolve, widths: &[f64], sign: f64) -> (f64, usize) {
-    let mut best = (f64::INFINITY, 0);
-    for (r, w) in widths.iter().enumerate() {
-        let value = sign * solve.means[r] + w * solve.variances[r].sqrt();
-        if value < best.0 || r == 0 {
+/// min_r (−μ_r + w_r ρ_r) = −max_r (μ_r − w_r ρ_r) and its regulariser; r over `terms`
+/// (ascending, not empty). Lowest index among ties, as in [`exact_evaluate`].
+fn active(
+    solve: &crate::posterior::PointSolve,
+    widths: &[f64],
+    sign: f64,
+    terms: &[usize],
+) -> (f64, usize) {
+    let mut best = (f64::INFINITY, terms[0]);
+    for (i, &r) in terms.iter().enumerate() {
+        let value = term(solve, widths, sign, r);
+        if value < best.0 || i == 0 {
             best = (value, r);
         }
     }
     best
+}
+
+/// sign·μ_r + w_r ρ_r.
+fn term(solve: &crate::posterior::PointSolve, widths: &[f64], sign: f64, r: usize) -> f64 {
+    sign * solve.means[r] + widths[r] * solve.variances[r].sqrt()
 }
 
 fn checked_widths(widths: &[f64]) -> Result<Vec<f64>> {
@@ -378,6 +509,32 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         Diagnostics::unchecked(self.len())
     }
 
+    /// [`ConfidenceBound::evaluate`] with the diagnosis beside the values (see
+    /// [`CheckedBounds`]): the points where LCB > UCB and [`ConfidenceBound::diagnostics`], so
+    /// that a caller cannot take crossed bounds, or bounds from an empty confidence set, for
+    /// confidence bounds. Costs one `diagnostics` more than `evaluate` (O(|grid|) for DMM-UCB,
+    /// O(t) for CMM-UCB on the eigendecomposition its `evaluate` needs anyway) and one pass
+    /// over the values.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::evaluate`].
+    fn evaluate_checked(&self, points: &Points<'_>) -> Result<CheckedBounds> {
+        let bounds = self.evaluate(points)?;
+        Ok(CheckedBounds::new(bounds, self.diagnostics()))
+    }
+
+    /// The observations the bound holds, in order (see [`Observations`]): what it was given,
+    /// so that a caller need not keep a copy of its own.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a bound that does not keep them (the provided method; every
+    /// bound of the crate does).
+    fn observations(&self) -> Result<Observations> {
+        Err(Error::Unsupported {
+            what: format!("reading back the observations of the {} bound", self.name()),
+        })
+    }
+
     /// Mean, LCB and UCB at each point.
     ///
     /// # Errors
@@ -471,6 +628,25 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// [`ExactPosterior::argmax_upper`]: crate::posterior::ExactPosterior::argmax_upper
     fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize>;
 
+    /// The indices of the `count` points with the largest UCB, largest first, the lowest index
+    /// among ties (all of them, so ordered, if there are fewer; `count = 0` is taken as 1):
+    /// what [`BanditAgent::select_in`](crate::agent::BanditAgent::select_in) refines.
+    ///
+    /// The provided method ranks [`ConfidenceBound::evaluate`]'s UCB. The exact bounds (AY,
+    /// IGP, AMM, DMM, GP-UCB, K-UCB) override it with the pruned search of
+    /// [`ConfidenceBound::argmax_ucb`] ([`ExactPosterior::top_upper`]), whose floor is the
+    /// `count`-th largest UCB known to be reached: the same promise as there, for each of the
+    /// `count` places (exact as computed there, within rounding of `evaluate`'s values). With
+    /// `count = 1` it is `argmax_ucb`. Wrappers must forward it.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::argmax_ucb`].
+    ///
+    /// [`ExactPosterior::top_upper`]: crate::posterior::ExactPosterior::top_upper
+    fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+        largest_lowest(&self.evaluate(points)?.ucb, count)
+    }
+
     /// The mean, LCB and UCB at `x` and their gradients with respect to `x` (see
     /// [`BoundGradient`]): what continuous maximisation of the UCB
     /// ([`crate::agent::BanditAgent::select_in`]) is built on.
@@ -494,6 +670,46 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
         let g = self.gradient(x)?;
         Ok((g.ucb, g.ucb_gradient))
+    }
+
+    /// How many smooth terms the UCB is the minimum of, U(x) = min_r U_r(x): DMM-UCB's is
+    /// one per regulariser of its grid (Flynn & Reeb 2024 §5.4); every other bound's is one
+    /// term (the provided method). [`BanditAgent::select_in`](crate::agent::BanditAgent::select_in)
+    /// refines on the terms active near its path only ([`ConfidenceBound::ucb_gradient_among`]).
+    /// Wrappers must forward it.
+    fn ucb_terms(&self) -> usize {
+        1
+    }
+
+    /// U_r(x) for every term r of [`ConfidenceBound::ucb_terms`]: their minimum is U(x) as
+    /// [`ConfidenceBound::ucb_gradient`] computes it. The provided method returns that value as
+    /// the one term. Wrappers must forward it.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::ucb_gradient`].
+    fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+        Ok(vec![self.ucb_gradient(x)?.0])
+    }
+
+    /// min_{r ∈ terms} U_r(x), an upper bound on U(x) equal to it wherever a term of `terms`
+    /// attains the minimum, and its gradient (the active term's, the lowest index among ties,
+    /// as for [`BoundGradient`]); only those terms are computed (for DMM-UCB, one forward
+    /// substitution per term instead of one per regulariser of the grid). With every term, the
+    /// value and gradient of [`ConfidenceBound::ucb_gradient`], bit for bit. The provided
+    /// method is `ucb_gradient` (one term). Wrappers must forward it.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::ucb_gradient`]; [`Error::InvalidParameter`] for no term or a term
+    /// not below [`ConfidenceBound::ucb_terms`].
+    fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+        if terms.is_empty() || terms.iter().any(|&r| r >= self.ucb_terms()) {
+            return Err(Error::InvalidParameter {
+                name: "terms",
+                value: terms.len() as f64,
+                expected: "indices below the bound's number of UCB terms, at least one",
+            });
+        }
+        self.ucb_gradient(x)
     }
 
     /// The posterior variance given the observations and the `pending` inputs, whose targets
@@ -526,6 +742,17 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         Self: Sized,
     {
         self.evaluate(&points.as_points()?)
+    }
+
+    /// [`ConfidenceBound::evaluate_checked`] on anything that can be viewed as points.
+    ///
+    /// # Errors
+    /// As [`ConfidenceBound::evaluate`], plus invalid points.
+    fn bounds_checked<P: AsPoints + ?Sized>(&self, points: &P) -> Result<CheckedBounds>
+    where
+        Self: Sized,
+    {
+        self.evaluate_checked(&points.as_points()?)
     }
 }
 
@@ -591,6 +818,25 @@ pub(crate) fn argmax_lowest(values: &[f64]) -> Result<usize> {
     Ok(best)
 }
 
+/// The indices of the `count` largest values, largest first, the lowest index among ties
+/// (all of them if there are fewer; `count = 0` is taken as 1).
+///
+/// # Errors
+/// [`Error::NoArms`] if `values` is empty, [`Error::NonFinite`] if any value is NaN.
+pub(crate) fn largest_lowest(values: &[f64], count: usize) -> Result<Vec<usize>> {
+    argmax_lowest(values)?;
+    let mut order: Vec<usize> = (0..values.len()).collect();
+    // No NaN is left, so `partial_cmp` is total (and −0 ties with +0, as in argmax_lowest).
+    order.sort_by(|&a, &b| {
+        values[b]
+            .partial_cmp(&values[a])
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.cmp(&b))
+    });
+    order.truncate(count.max(1));
+    Ok(order)
+}
+
 macro_rules! forward_bound {
     ($($wrapper:ty),*) => {$(
         impl<B: ConfidenceBound + ?Sized> ConfidenceBound for $wrapper {
@@ -606,11 +852,20 @@ macro_rules! forward_bound {
             fn diagnostics(&self) -> Diagnostics {
                 (**self).diagnostics()
             }
+            fn evaluate_checked(&self, points: &Points<'_>) -> Result<CheckedBounds> {
+                (**self).evaluate_checked(points)
+            }
+            fn observations(&self) -> Result<Observations> {
+                (**self).observations()
+            }
             fn evaluate(&self, points: &Points<'_>) -> Result<Bounds> {
                 (**self).evaluate(points)
             }
             fn argmax_ucb(&self, points: &Points<'_>) -> Result<usize> {
                 (**self).argmax_ucb(points)
+            }
+            fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
+                (**self).top_ucb(points, count)
             }
             fn len(&self) -> usize {
                 (**self).len()
@@ -639,6 +894,15 @@ macro_rules! forward_bound {
             fn ucb_gradient(&self, x: &[f64]) -> Result<(f64, Vec<f64>)> {
                 (**self).ucb_gradient(x)
             }
+            fn ucb_terms(&self) -> usize {
+                (**self).ucb_terms()
+            }
+            fn ucb_term_values(&self, x: &[f64]) -> Result<Vec<f64>> {
+                (**self).ucb_term_values(x)
+            }
+            fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
+                (**self).ucb_gradient_among(x, terms)
+            }
             fn pending_variance<'a>(
                 &'a self,
                 pending: &Points<'_>,
@@ -657,7 +921,39 @@ forward_bound!(Box<B>, &mut B);
 /// does ([`exact_evaluate`], [`exact_argmax`]), with the widths `W` of the posterior's
 /// regularisers and the mean of regulariser `M` (`b` is the bound).
 macro_rules! forward_posterior {
+    (|$b:ident| widths: $widths:expr, mean: $mean:expr, then: $then:ident, $removed:ident) => {
+        forward_posterior!(|$b| widths: $widths, mean: $mean; queries);
+        fn observe(&mut self, x: &[f64], y: f64) -> $crate::error::Result<()> {
+            self.posterior.observe(x, y)?;
+            self.$then();
+            Ok(())
+        }
+        forward_posterior!(reads);
+        fn observe_many(
+            &mut self,
+            points: &$crate::points::Points<'_>,
+            targets: &[f64],
+        ) -> $crate::error::Result<()> {
+            self.posterior.observe_many(points, targets)?;
+            self.$then();
+            Ok(())
+        }
+        forward_posterior!(arms);
+        fn truncate(&mut self, len: usize) {
+            self.posterior.truncate(len);
+            self.$removed();
+        }
+        fn remove_oldest(&mut self) -> $crate::error::Result<()> {
+            self.posterior.remove_oldest();
+            self.$removed();
+            Ok(())
+        }
+    };
     (|$b:ident| widths: $widths:expr, mean: $mean:expr) => {
+        forward_posterior!(|$b| widths: $widths, mean: $mean; queries);
+        forward_posterior!();
+    };
+    (|$b:ident| widths: $widths:expr, mean: $mean:expr; queries) => {
         fn evaluate(
             &self,
             points: &$crate::points::Points<'_>,
@@ -669,6 +965,14 @@ macro_rules! forward_posterior {
             let $b = self;
             $crate::bound::exact_argmax(&self.posterior, &$widths, points)
         }
+        fn top_ucb(
+            &self,
+            points: &$crate::points::Points<'_>,
+            count: usize,
+        ) -> $crate::error::Result<Vec<usize>> {
+            let $b = self;
+            $crate::bound::exact_top(&self.posterior, &$widths, points, count)
+        }
         fn gradient(&self, x: &[f64]) -> $crate::error::Result<$crate::bound::BoundGradient> {
             let $b = self;
             $crate::bound::exact_gradient(&self.posterior, &$widths, $mean, x)
@@ -676,6 +980,21 @@ macro_rules! forward_posterior {
         fn ucb_gradient(&self, x: &[f64]) -> $crate::error::Result<(f64, Vec<f64>)> {
             let $b = self;
             $crate::bound::exact_ucb_gradient(&self.posterior, &$widths, x)
+        }
+        fn ucb_terms(&self) -> usize {
+            self.posterior.regularisers().len()
+        }
+        fn ucb_term_values(&self, x: &[f64]) -> $crate::error::Result<Vec<f64>> {
+            let $b = self;
+            $crate::bound::exact_ucb_terms(&self.posterior, &$widths, x)
+        }
+        fn ucb_gradient_among(
+            &self,
+            x: &[f64],
+            terms: &[usize],
+        ) -> $crate::error::Result<(f64, Vec<f64>)> {
+            let $b = self;
+            $crate::bound::exact_ucb_gradient_among(&self.posterior, &$widths, x, terms)
         }
         fn pending_variance<'a>(
             &'a self,
@@ -685,7 +1004,6 @@ macro_rules! forward_posterior {
             let $b = self;
             $crate::bound::exact_pending_variance(&self.posterior, $mean, pending)
         }
-        forward_posterior!();
     };
     () => {
         forward_posterior!(without truncate);
@@ -696,19 +1014,7 @@ macro_rules! forward_posterior {
         ) -> $crate::error::Result<()> {
             self.posterior.observe_many(points, targets)
         }
-        fn fix_arms(
-            &mut self,
-            arms: &$crate::points::Points<'_>,
-            memory_limit: Option<usize>,
-        ) -> $crate::error::Result<bool> {
-            self.posterior.fix_arms(arms, memory_limit)
-        }
-        fn release_arms(&mut self) {
-            self.posterior.release_arms()
-        }
-        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
-            self.posterior.fixed_arms()
-        }
+        forward_posterior!(arms);
         fn truncate(&mut self, len: usize) {
             self.posterior.truncate(len)
         }
@@ -721,11 +1027,32 @@ macro_rules! forward_posterior {
         fn observe(&mut self, x: &[f64], y: f64) -> $crate::error::Result<()> {
             self.posterior.observe(x, y)
         }
+        forward_posterior!(reads);
+    };
+    (reads) => {
         fn len(&self) -> usize {
             self.posterior.len()
         }
         fn dim(&self) -> Option<usize> {
             self.posterior.dim()
+        }
+        fn observations(&self) -> $crate::error::Result<$crate::bound::Observations> {
+            Ok($crate::bound::Observations::of_exact(&self.posterior))
+        }
+    };
+    (arms) => {
+        fn fix_arms(
+            &mut self,
+            arms: &$crate::points::Points<'_>,
+            memory_limit: Option<usize>,
+        ) -> $crate::error::Result<bool> {
+            self.posterior.fix_arms(arms, memory_limit)
+        }
+        fn release_arms(&mut self) {
+            self.posterior.release_arms()
+        }
+        fn fixed_arms(&self) -> Option<$crate::bound::ArmSetInfo> {
+            self.posterior.fixed_arms()
         }
     };
 }

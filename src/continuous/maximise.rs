@@ -110,7 +110,10 @@ pub struct Maximum {
     /// `tolerance` in every unit coordinate, or the gain its quadratic model predicted was at
     /// most `tolerance`·|f| (with `max_iterations = 1`, which leaves no Newton step, PANOC's
     /// fixed-point residual fell below `tolerance`); or it had nothing to do (every coordinate
-    /// fixed, or a zero gradient at the start). `false` if it ran out of `max_iterations`, no
+    /// fixed, or a zero projected gradient at the start: every free coordinate's derivative
+    /// is zero, or points out of the box at a bound the start is on, as at a corner where f
+    /// increases outwards; the start is then a first-order (KKT) point of the box, returned
+    /// after that one evaluation). `false` if it ran out of `max_iterations`, no
     /// step increased f, or PANOC stopped on a non-finite internal quantity (the best point
     /// evaluated is still returned).
     pub converged: bool,
@@ -130,8 +133,9 @@ pub struct Maximum {
 /// - `f` is only called at points of the box (see below);
 /// - deterministic: the same inputs give the same bits (no time limit, no randomness).
 ///
-/// The refinement is local: a start where the gradient vanishes (a flat objective, or a
-/// stationary point) is returned as it is. PANOC is a first-order method with quasi-Newton
+/// The refinement is local: a start where the projected gradient vanishes (a flat
+/// objective, a stationary point, or a point on the boundary where f increases only out of
+/// the box, such as a corner) is returned as it is, after one evaluation. PANOC is a first-order method with quasi-Newton
 /// acceleration, whose steps and stopping test are only as good as the scaling of the
 /// coordinates: on the unit cube alone, curvatures 10⁴ apart between coordinates (an ARD kernel
 /// whose length-scales, relative to the box, differ a hundredfold) made it stall, converged or
@@ -864,8 +868,15 @@ fn refine_checked(
     };
     // The start first: it is the point to beat, and its value is `start_value`.
     let (start_value, start_gradient) = objective.evaluate_box(start)?;
-    let zero_gradient = free.iter().all(|&i| start_gradient[i] == 0.0);
-    if n == 0 || zero_gradient {
+    // The projected gradient: zero where a coordinate cannot move uphill, at its upper bound
+    // with ∂f > 0 or at its lower bound with ∂f < 0 (f is maximised).
+    let stationary = free.iter().all(|&i| {
+        let g = start_gradient[i];
+        g == 0.0
+            || (g > 0.0 && start[i] == domain.hi()[i])
+            || (g < 0.0 && start[i] == domain.lo()[i])
+    });
+    if n == 0 || stationary {
         let mut point = objective.best_point;
         domain.clamp(&mut point);
         return Ok(Maximum {

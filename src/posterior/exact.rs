@@ -405,19 +405,41 @@ impl<K: Kernel> ExactPosterior<K> {
     /// # Errors
     /// As [`ExactPosterior::observe_many`].
     pub(crate) fn refactorise(&mut self) -> Result<()> {
+        let regularisers: Vec<f64> = self.regularisers().collect();
+        self.refactorise_with(&regularisers)
+    }
+
+    /// Replaces the regularisers by `regularisers` (finite and positive, at least one) and
+    /// computes their factors from the stored observations, with the fixed arm set's columns, as
+    /// [`ExactPosterior::refactorise`] does; on failure nothing changes.
+    ///
+    /// # Errors
+    /// As [`ExactPosterior::new`] and [`ExactPosterior::observe_many`].
+    pub(crate) fn refactorise_with(&mut self, regularisers: &[f64]) -> Result<()> {
+        if regularisers.is_empty() {
+            return Err(Error::InvalidParameter {
+                name: "regularisers",
+                value: 0.0,
+                expected: "at least one regulariser",
+            });
+        }
+        let fresh = regularisers
+            .iter()
+            .map(|&a| positive("regulariser", a).map(CholeskyFactor::new))
+            .collect::<Result<Vec<_>>>()?;
         let dim = self.dim.unwrap_or(0);
         if self.is_empty() {
+            self.factors = fresh;
+            if let Some(set) = self.fixed.take() {
+                let arms = Points::from_row_major(set.points(), set.dim())?;
+                self.fix_arms(&arms, set.memory_limit())?;
+            }
             return Ok(());
         }
         let inputs = std::mem::take(&mut self.inputs);
         let targets = std::mem::take(&mut self.targets);
         let fixed = self.fixed.take();
-        let old: Vec<CholeskyFactor> = self
-            .factors
-            .iter()
-            .map(|f| CholeskyFactor::new(f.regulariser()))
-            .collect();
-        let old = std::mem::replace(&mut self.factors, old);
+        let old = std::mem::replace(&mut self.factors, fresh);
         let points = Points::from_row_major(&inputs, dim)?;
         let rebuilt = self.observe_many(&points, &targets);
         let refixed = match (&rebuilt, &fixed) {
@@ -777,6 +799,25 @@ impl<K: Kernel> ExactPosterior<K> {
     /// or a negative or non-finite one; otherwise as [`ExactPosterior::evaluate`] (the checks on
     /// the posterior variance apply to the points that are solved to the end).
     pub fn argmax_upper(&self, points: &Points<'_>, widths: &[f64]) -> Result<usize> {
+        Ok(self.top_upper(points, widths, 1)?[0])
+    }
+
+    /// The indices of the `count` points with the largest U (of
+    /// [`ExactPosterior::argmax_upper`]), largest first, the lowest index among ties; all of
+    /// them, so ordered, if there are fewer. The same pruned search, with the value the
+    /// maximum is known to reach replaced by the `count`-th largest of the values known to be
+    /// reached (`count` points attain at least it, so a point whose upper bound is below it is
+    /// not among them): exact, not a heuristic, and as for the argmax, U comes from α_r and may
+    /// differ from [`ExactPosterior::evaluate`]'s in the last bits. `count = 0` is taken as 1.
+    ///
+    /// # Errors
+    /// As [`ExactPosterior::argmax_upper`].
+    pub fn top_upper(
+        &self,
+        points: &Points<'_>,
+        widths: &[f64],
+        count: usize,
+    ) -> Result<Vec<usize>> {
         let n_reg = self.factors.len();
         if widths.len() != n_reg {
             return Err(Error::InvalidParameter {
@@ -799,15 +840,14 @@ impl<K: Kernel> ExactPosterior<K> {
         self.check_dim(points.dim())?;
         let t = self.len();
         if let Some(batch) = self.fixed_batch(points) {
-            let batch = batch?;
-            let best = crate::bound::argmax_lowest(&upper_bounds(&batch, widths))?;
-            self.last_pick.store(best, Ordering::Relaxed);
-            return Ok(best);
+            let top = crate::bound::largest_lowest(&upper_bounds(&batch?, widths), count)?;
+            self.last_pick.store(top[0], Ordering::Relaxed);
+            return Ok(top);
         }
         if t <= SMALL_POSTERIOR {
             // One storage block: the pruning has nothing to skip, so solve for every point.
             let batch = self.evaluate(points)?;
-            return crate::bound::argmax_lowest(&upper_bounds(&batch, widths));
+            return crate::bound::largest_lowest(&upper_bounds(&batch, widths), count);
         }
         self.workspace.with(n_reg, |workspace| {
             let QueryWorkspace {
@@ -877,7 +917,7 @@ impl<K: Kernel> ExactPosterior<K> {
             };
             // The blocks end up holding the winner's solved columns: the agent's next update is
             // at this point.
-            let choice = select::argmax(&batch, blocks)?;
+            let choice = select::argmax(&batch, blocks, count)?;
             if local.is_empty() {
                 *plain_crowded = choice.crowded(m);
             } else if choice.crowded(m) {
@@ -887,7 +927,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let d = points.dim();
             query_points.copy_within(best * d..(best + 1) * d, 0);
             workspace.validate(1, self.generation);
-            Ok(best)
+            Ok(choice.top)
         })
     }
 

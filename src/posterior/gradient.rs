@@ -96,6 +96,17 @@ impl<K: Kernel> ExactPosterior<K> {
     /// [`Error::NonFinite`] for non-finite kernel values; [`Error::NotPositiveDefinite`] if
     /// rounding made a variance clearly negative.
     pub(crate) fn point_solve(&self, x: &[f64]) -> Result<PointSolve> {
+        let all: Vec<usize> = (0..self.regularisers().len()).collect();
+        self.point_solve_among(x, &all)
+    }
+
+    /// [`ExactPosterior::point_solve`] for the regularisers `among` only (indices in range):
+    /// the others' entries are left empty (their μ_r and ρ_r² NaN), and their factors are not
+    /// read. Each solved regulariser's entries are the same bits as `point_solve`'s.
+    ///
+    /// # Errors
+    /// As [`ExactPosterior::point_solve`].
+    pub(crate) fn point_solve_among(&self, x: &[f64], among: &[usize]) -> Result<PointSolve> {
         let Column {
             prior,
             column,
@@ -103,21 +114,17 @@ impl<K: Kernel> ExactPosterior<K> {
             diag_gradient,
         } = self.jacobian(x)?;
         let n_reg = self.regularisers().len();
-        let mut solved = Vec::with_capacity(n_reg);
-        let mut means = Vec::with_capacity(n_reg);
-        let mut variances = Vec::with_capacity(n_reg);
-        for r in 0..n_reg {
+        let mut solved = vec![Vec::new(); n_reg];
+        let mut means = vec![f64::NAN; n_reg];
+        let mut variances = vec![f64::NAN; n_reg];
+        for &r in among {
             let factor = self.factor(r);
             let mut v = column.clone();
             factor.forward_solve(&mut v);
-            means.push(dot(&v, factor.whitened_targets()));
+            means[r] = dot(&v, factor.whitened_targets());
             let variance = prior - dot(&v, &v);
-            variances.push(clamp_variance(
-                variance,
-                prior.abs() + factor.regulariser(),
-                0,
-            )?);
-            solved.push(v);
+            variances[r] = clamp_variance(variance, prior.abs() + factor.regulariser(), 0)?;
+            solved[r] = v;
         }
         Ok(PointSolve {
             jacobian,

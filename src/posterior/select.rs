@@ -317,6 +317,9 @@ fn compact_columns(matrix: &mut [f64], width: usize, kept: &[usize]) {
 pub(crate) struct Choice {
     /// The point with the largest U (lowest index among ties).
     pub index: usize,
+    /// The `count` points with the largest U, largest first (lowest index among ties); all of
+    /// them if there are fewer.
+    pub top: Vec<usize>,
     /// The points still in play right after the probes were solved, if probes were taken.
     pub alive_after_probes: Option<usize>,
 }
@@ -331,28 +334,53 @@ impl Choice {
     }
 }
 
-/// The index of the point with the largest U (lowest index among ties). `storage` holds one
-/// buffer per regulariser, used as scratch (its allocations are reused from call to call);
-/// on success each holds the chosen point's solved column L_r⁻¹k_t(x).
+/// The `count` largest of `lower` (NaN ignored): at least `count` points have a U of at
+/// least this value, when each `lower[j]` is a lower bound on point j's U. −∞ if fewer than
+/// `count` values are not NaN.
+fn kth_largest(lower: &[f64], count: usize, scratch: &mut Vec<f64>) -> f64 {
+    scratch.clear();
+    scratch.extend(lower.iter().copied().filter(|v| !v.is_nan()));
+    if count == 0 || scratch.len() < count {
+        return f64::NEG_INFINITY;
+    }
+    let (_, kth, _) = scratch.select_nth_unstable_by(count - 1, |a, b| b.total_cmp(a));
+    *kth
+}
+
+/// The indices of the `count` points with the largest U (largest first, lowest index among
+/// ties), found as the single argmax is (see the module documentation) with the floor raised
+/// to the `count`-th largest of the values known to be reached: a point whose upper bound is
+/// below it has at least `count` points above it. With `count = 1`, the floor is the largest
+/// of them, as for the argmax alone. `storage` holds one buffer per regulariser, used as
+/// scratch (its allocations are reused from call to call); on success each holds the best
+/// point's solved column L_r⁻¹k_t(x).
 ///
 /// # Errors
 /// [`Error::NonFinite`] for a NaN U; [`Error::NotPositiveDefinite`] for a clearly negative
 /// posterior variance at a point that is solved to the end.
-pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<Choice> {
+pub(crate) fn argmax(
+    batch: &Batch<'_>,
+    storage: &mut Vec<Vec<f64>>,
+    count: usize,
+) -> Result<Choice> {
     let (t, m, n_reg) = (batch.rows(), batch.len, batch.factors.len());
-    let mut floor = (0..m)
+    let count = count.clamp(1, m.max(1));
+    // A lower bound on each point's U: min_r μ_r (w_r ρ_r ≥ 0), then its U once solved.
+    let mut lower: Vec<f64> = (0..m)
         .map(|j| {
             (0..n_reg)
                 .map(|r| batch.means[r * m + j])
                 .fold(f64::INFINITY, f64::min)
         })
-        .fold(f64::NEG_INFINITY, f64::max);
+        .collect();
+    let mut scratch = Vec::with_capacity(m);
+    let mut floor = kth_largest(&lower, count, &mut scratch);
     // With local bounds the probes are ranked by them before any row is solved; without,
     // after the first block.
     let (probes_wanted, probe_after) = if batch.local.is_empty() {
-        (PROBES, PROBE_AFTER)
+        (PROBES.max(count), PROBE_AFTER)
     } else {
-        (LOCAL_PROBES, 0)
+        (LOCAL_PROBES.max(count), 0)
     };
     let mut rest = Columns::all(batch, std::mem::take(storage));
     let mut finished = Vec::new();
@@ -374,7 +402,10 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<C
                 probes.advance(batch);
             }
             let values = probes.values(batch)?;
-            floor = values.iter().copied().fold(floor, f64::max);
+            for (&j, &v) in probes.points.iter().zip(&values) {
+                lower[j] = lower[j].max(v);
+            }
+            floor = kth_largest(&lower, count, &mut scratch);
             finished.push((probes, values));
             rest.prune(batch, floor);
             alive_after_probes = Some(rest.len());
@@ -403,11 +434,15 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<C
             }
         }
         let values = group.values(batch)?;
-        floor = values.iter().copied().fold(floor, f64::max);
+        for (&j, &v) in group.points.iter().zip(&values) {
+            lower[j] = lower[j].max(v);
+        }
+        floor = kth_largest(&lower, count, &mut scratch);
         finished.push((group, values));
     }
 
-    let mut best: Option<(f64, usize, usize, usize)> = None;
+    // (U, point, set, column) of every point solved to the end and not dropped.
+    let mut solved: Vec<(f64, usize, usize, usize)> = Vec::new();
     for (s, (set, values)) in finished.iter().enumerate() {
         for (c, &v) in values.iter().enumerate() {
             let j = set.points[c];
@@ -416,16 +451,18 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<C
                     what: format!("upper confidence bound of arm {j}"),
                 });
             }
-            let better = match best {
-                None => true,
-                Some((bv, bj, _, _)) => v > bv || (v == bv && j < bj),
-            };
-            if better {
-                best = Some((v, j, s, c));
-            }
+            solved.push((v, j, s, c));
         }
     }
-    let (_, j, s, c) = best.ok_or(Error::NoArms)?;
+    // No NaN is left, so `partial_cmp` is total (and −0 ties with +0).
+    solved.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
+    solved.truncate(count);
+    let top: Vec<usize> = solved.iter().map(|&(_, j, _, _)| j).collect();
+    let &(_, j, s, c) = solved.first().ok_or(Error::NoArms)?;
     let columns: Vec<Vec<f64>> = {
         let set = &finished[s].0;
         let n = set.len();
@@ -445,6 +482,7 @@ pub(crate) fn argmax(batch: &Batch<'_>, storage: &mut Vec<Vec<f64>>) -> Result<C
     }
     Ok(Choice {
         index: j,
+        top,
         alive_after_probes,
     })
 }

@@ -259,6 +259,22 @@ impl<K: Kernel> SketchedPosterior<K> {
         self.dim
     }
 
+    /// Every observation in the order absorbed: its point and its target.
+    pub(crate) fn observations(&self) -> crate::bound::Observations {
+        let d = self.dim.unwrap_or(0);
+        let mut inputs = Vec::with_capacity(self.log.len() * d);
+        let mut targets = Vec::with_capacity(self.log.len());
+        for &(i, y) in &self.log {
+            inputs.extend_from_slice(self.point(i));
+            targets.push(y);
+        }
+        crate::bound::Observations {
+            dim: d,
+            inputs,
+            targets,
+        }
+    }
+
     /// Number of distinct observed points.
     pub fn distinct(&self) -> usize {
         self.prior.len()

@@ -407,3 +407,76 @@ fn pending_variance_with_duplicates_at_tiny_noise() {
     let batch = agent.select_batch(&base, 4).unwrap();
     assert_eq!(batch.len(), 4);
 }
+
+/// An observation or a withdrawal at a point rounded on its way back (1e-9 away, a float32 round
+/// trip, 6 significant digits) resolves the pending point it came from, as
+/// `PENDING_TOLERANCE` documents: every coordinate within a relative 1e-5, the nearest one when
+/// several are, and nothing beyond. The observation is absorbed at the point as given.
+#[test]
+fn updates_resolve_pending_points_within_the_documented_tolerance() {
+    use kernel_bandits::agent::PENDING_TOLERANCE;
+    assert_eq!(PENDING_TOLERANCE, 1e-5);
+    let p = [0.123456789, 0.987654321];
+    let rounded: [[f64; 2]; 3] = [
+        [p[0] + 1e-9, p[1] - 1e-9],
+        [p[0] as f32 as f64, p[1] as f32 as f64],
+        [0.123457, 0.987654],
+    ];
+    for x in rounded {
+        for agent in [
+            &mut agent_after(5) as &mut dyn BanditAgent,
+            &mut RandomAgent::new(3),
+        ] {
+            agent.pending(&p).unwrap();
+            agent.update(&x, 0.5).unwrap();
+            assert_eq!(agent.pending_len(), 0, "{x:?} did not resolve {p:?}");
+        }
+        let mut agent = agent_after(5);
+        agent.pending(&p).unwrap();
+        agent.withdraw(&x).unwrap();
+        assert_eq!(agent.pending_len(), 0, "{x:?} did not withdraw {p:?}");
+    }
+    // The observation is stored at the point as given, not snapped to the pending one.
+    let mut agent = agent_after(5);
+    agent.pending(&p).unwrap();
+    agent.update(&rounded[0], 0.5).unwrap();
+    let stored = agent.bound().observations().unwrap();
+    assert_eq!(stored.input(stored.len() - 1), &rounded[0][..]);
+    // Beyond the tolerance in one coordinate (2e-5 relative): still pending, and withdraw
+    // refuses; a zero coordinate must be ±0 in the other.
+    for x in [[p[0] * (1.0 + 2e-5), p[1]], [p[0], p[1] * (1.0 - 2e-5)]] {
+        let mut agent = agent_after(5);
+        agent.pending(&p).unwrap();
+        agent.update(&x, 0.5).unwrap();
+        assert_eq!(agent.pending_len(), 1, "{x:?} resolved {p:?}");
+        assert!(matches!(agent.withdraw(&x), Err(Error::NotPending { .. })));
+    }
+    // A NaN coordinate resolves nothing (a NaN would vanish from a max over coordinates).
+    let mut agent = agent_after(5);
+    agent.pending(&p).unwrap();
+    for x in [[f64::NAN, p[1]], [p[0], f64::INFINITY]] {
+        assert!(matches!(agent.withdraw(&x), Err(Error::NotPending { .. })));
+    }
+    assert_eq!(agent.pending_len(), 1);
+    let mut agent = agent_after(5);
+    agent.pending(&[0.0, 0.5]).unwrap();
+    agent.update(&[-0.0, 0.5], 0.5).unwrap();
+    assert_eq!(agent.pending_len(), 0, "-0 resolves 0");
+    agent.pending(&[0.0, 0.5]).unwrap();
+    agent.update(&[1e-300, 0.5], 0.5).unwrap();
+    assert_eq!(agent.pending_len(), 1, "1e-300 is not 0 relatively");
+    // Two pending points within the tolerance of x: the nearer one is resolved, whatever the
+    // order; a bitwise match comes first.
+    let near = [p[0] * (1.0 + 1e-7), p[1]];
+    let far = [p[0] * (1.0 + 5e-6), p[1]];
+    for order in [[far, near], [near, far]] {
+        let mut agent = agent_after(5);
+        agent.pending(&order[0]).unwrap();
+        agent.pending(&order[1]).unwrap();
+        agent.update(&p, 0.5).unwrap();
+        assert_eq!(agent.pending_points(), vec![far.to_vec()]);
+        agent.pending(&p).unwrap();
+        agent.update(&far, 0.5).unwrap();
+        assert_eq!(agent.pending_points(), vec![p.to_vec()]);
+    }
+}

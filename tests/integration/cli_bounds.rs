@@ -229,6 +229,10 @@ fn cmm_nests_inside_dmm_and_amm() {
         "0.2",
         "--norm-bound",
         "3",
+        // The nesting holds for one c (Flynn & Reeb 2024 §5); the adaptive default lets AMM
+        // and CMM choose theirs apart.
+        "--scale",
+        "1",
     ];
     let run = |bound: &str| {
         let out = bounds(&data, &query, "matern32", bound, &extra);
@@ -406,4 +410,99 @@ fn an_empty_data_file_is_an_input_error() {
             "{data:?}: {stderr}"
         );
     }
+}
+
+/// Data that certainly refute B: targets ±5 where every f with ‖f‖_H ≤ B = 0.01 has |f| ≤ 0.01
+/// (RBF, k(x, x) = 1), with σ = 0.01, so its residual (≥ 4 · 4.99²) exceeds the data radius
+/// R_t² (`checked_bounds` certifies the same on five such points by a dense Cholesky). Both
+/// DMM and CMM: a warning on stderr naming the problem and the remedies, the output written
+/// all the same, exit status 3; `--allow-crossed` exits with 0 and the same output.
+#[test]
+fn refuted_assumptions_warn_and_exit_3_unless_allowed() {
+    let dir = scratch_dir("refuted");
+    let data = write(
+        &dir,
+        "obs.csv",
+        "x1,x2,y\n0.1,0.2,5\n0.6,0.6,-5\n0.9,0.3,5\n0.3,0.9,-5\n",
+    );
+    let query = write(&dir, "q.csv", QUERIES);
+    let tight = [
+        "--lengthscale",
+        "0.5",
+        "--sigma",
+        "0.01",
+        "--norm-bound",
+        "0.01",
+        "--delta",
+        "0.01",
+    ];
+    for bound in ["dmm", "cmm"] {
+        let out = bounds(&data, &query, "rbf", bound, &tight);
+        let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+        assert_eq!(out.status.code(), Some(3), "{bound}: {stderr}");
+        let rows = parse_output(&out.stdout);
+        assert_eq!(rows.len(), 3, "{bound}: the output is written");
+        let crossed = rows
+            .iter()
+            .filter(|r| r[1] > r[2] || r[1].is_nan() || r[2].is_nan())
+            .count();
+        assert!(
+            stderr.starts_with("kbandit: warning: "),
+            "{bound}: {stderr}"
+        );
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{bound}: {stderr}");
+        if crossed > 0 {
+            assert!(
+                stderr.contains(&format!("LCB > UCB at {crossed} of 3 points")),
+                "{bound}: {stderr}"
+            );
+        }
+        for needle in [
+            "confidence set is empty",
+            "the data refute the assumptions (σ, B or the kernel)",
+            "σ = 0.01, B = 0.01",
+            "--norm-bound",
+            "--adaptive-norm",
+            "Exit status 3",
+            "--allow-crossed",
+        ] {
+            assert!(
+                stderr.contains(needle),
+                "{bound}: {needle:?} not in {stderr}"
+            );
+        }
+        assert_eq!(crossed, 3, "{bound} crosses at every query here: {stderr}");
+        let allowed = bounds(
+            &data,
+            &query,
+            "rbf",
+            bound,
+            &[&tight[..], &["--allow-crossed"]].concat(),
+        );
+        assert_eq!(allowed.status.code(), Some(0), "{bound}");
+        assert_eq!(allowed.stdout, out.stdout, "{bound}: same output");
+        assert_eq!(allowed.stderr, out.stderr, "{bound}: same warning");
+    }
+    // The same data with a B that explains them (the interpolant's norm √(yᵀK⁻¹y) is far
+    // below 1000): no warning, status 0.
+    let out = bounds(
+        &data,
+        &query,
+        "rbf",
+        "cmm",
+        &[
+            "--lengthscale",
+            "0.5",
+            "--sigma",
+            "0.01",
+            "--norm-bound",
+            "1000",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -144,7 +144,7 @@ fn fit_with_a_warmup_bounds_with_the_later_rows_only() {
     let fit = fit_hyperparameters(&options, &xs[..25], &ys[..25]).unwrap();
     assert!(stderr.contains(&format!("lengthscale = {}", fit.lengthscales()[0])));
     assert!(stderr.contains(&format!("sigma = {}", fit.noise_sd())));
-    let config = BoundConfig::new().params(BoundParams::new().norm_bound(4.0).scale(1.0));
+    let config = BoundConfig::new().params(BoundParams::new().norm_bound(4.0));
     let mut bound = fit.bound(BoundKind::Dmm, &config).unwrap();
     for i in 25..60 {
         bound.observe(&xs[i], ys[i]).unwrap();
@@ -175,7 +175,7 @@ fn fit_without_a_warmup_warns_that_the_data_are_reused() {
     assert!(stderr.contains("fitted on 60 observations"), "{stderr}");
     assert!(stderr.contains("warning: the bound reuses"), "{stderr}");
     let fit = fit_hyperparameters(&FitOptions::new().family(KernelFamily::Rbf), &xs, &ys).unwrap();
-    let config = BoundConfig::new().params(BoundParams::new().scale(1.0));
+    let config = BoundConfig::new().params(BoundParams::new());
     let mut bound = fit.bound(BoundKind::Cmm, &config).unwrap();
     for (x, &y) in xs.iter().zip(&ys) {
         bound.observe(x, y).unwrap();

@@ -737,3 +737,47 @@ fn objective_failures_are_returned() {
     );
     assert_eq!(r, Err(Error::NoArms));
 }
+
+/// A start where the projected gradient vanishes (a corner where f increases only outwards, a
+/// face point whose only nonzero derivative points out of the box) is a first-order point of
+/// the box: returned as it is after its one evaluation. A boundary start whose gradient has
+/// an inward component is refined as before.
+#[test]
+fn stationary_boundary_starts_cost_one_evaluation() {
+    let domain = BoxDomain::unit(2).unwrap();
+    let calls = RefCell::new(0);
+    let linear = |x: &[f64]| -> Result<(f64, Vec<f64>)> {
+        *calls.borrow_mut() += 1;
+        Ok((x[0] + x[1], vec![1.0, 1.0]))
+    };
+    let mut f = linear;
+    let corner = refine(&domain, &[1.0, 1.0], &mut f, &options()).unwrap();
+    assert_eq!(
+        (corner.evaluations, corner.iterations, corner.converged),
+        (1, 0, true),
+        "a corner where f increases outwards: {corner:?}"
+    );
+    assert_eq!(corner.point, vec![1.0, 1.0]);
+    assert_eq!(*calls.borrow(), 1, "objective calls from the corner");
+    // On the face x₀ = 1 with ∂f/∂x₁ = 0: f = x₀ − (x₁ − 0.4)².
+    let face_calls = RefCell::new(0);
+    let mut face = |x: &[f64]| -> Result<(f64, Vec<f64>)> {
+        *face_calls.borrow_mut() += 1;
+        Ok((x[0] - (x[1] - 0.4).powi(2), vec![1.0, -2.0 * (x[1] - 0.4)]))
+    };
+    let m = refine(&domain, &[1.0, 0.4], &mut face, &options()).unwrap();
+    assert_eq!((m.evaluations, m.iterations, m.converged), (1, 0, true));
+    assert_eq!(m.point, vec![1.0, 0.4]);
+    assert_eq!(
+        *face_calls.borrow(),
+        1,
+        "objective calls from the face point"
+    );
+    // At (1, 0.5) the linear f still increases along x₁: refined onto the corner (1, 1).
+    *calls.borrow_mut() = 0;
+    let mut f = linear;
+    let m = refine(&domain, &[1.0, 0.5], &mut f, &options()).unwrap();
+    assert_eq!(m.point, vec![1.0, 1.0]);
+    assert_eq!(m.value, 2.0);
+    assert!(m.evaluations > 1);
+}

@@ -224,6 +224,10 @@ enum Method {
     EkUcb,
     /// The negative control.
     NarrowAmm,
+    /// AMM-UCB, DMM-UCB and CMM-UCB with the adaptive scale (no c given).
+    AmmAdaptive,
+    DmmAdaptive,
+    CmmAdaptive,
 }
 
 impl Method {
@@ -237,6 +241,9 @@ impl Method {
             Method::Bkb => "BKB (theory β̃)",
             Method::EkUcb => "EK-UCB (theory β̃)",
             Method::NarrowAmm => "AMM width/10 (control)",
+            Method::AmmAdaptive => "AMM-UCB, adaptive c",
+            Method::DmmAdaptive => "DMM-UCB, adaptive c",
+            Method::CmmAdaptive => "CMM-UCB, adaptive c",
         }
     }
 
@@ -273,6 +280,9 @@ impl Method {
             Method::Bkb => Box::new(Bkb::new(kernel, sketch, seed)?),
             Method::EkUcb => Box::new(EkUcb::new(kernel, sketch, seed)?),
             Method::NarrowAmm => Box::new(Narrowed(Amm::new(kernel, params)?)),
+            Method::AmmAdaptive => Box::new(Amm::new(kernel, params.adaptive_scale())?),
+            Method::DmmAdaptive => Box::new(Dmm::new(kernel, params.adaptive_scale())?),
+            Method::CmmAdaptive => Box::new(Cmm::new(kernel, params.adaptive_scale())?),
         })
     }
 }
@@ -623,6 +633,32 @@ fn bounds_cover_f_along_the_agent_trajectory_long() -> Result<()> {
         "coverage, long (Matérn 5/2, ℓ = 0.2, d = 2, B = 10, σ = 0.1)",
         kernel()?,
         &cases,
+    );
+    Ok(())
+}
+
+/// The adaptive scale (no c given: AMM-UCB, DMM-UCB and CMM-UCB choose c from the grid
+/// 10^{−j/2}, j = 0…8, paying a union bound): T = 200, R = 50 each (CMM-UCB: T = 150).
+#[test]
+#[ignore = "slow: run with cargo test --release --all-features --test integration -- coverage::adaptive --ignored"]
+fn adaptive_scale_bounds_cover_f_along_the_agent_trajectory() -> Result<()> {
+    let setting = Setting {
+        horizon: 200,
+        repetitions: 50,
+        grid: 10,
+    };
+    let cmm = Setting {
+        horizon: 150,
+        ..setting
+    };
+    experiment(
+        "coverage, adaptive c (Matérn 5/2, ℓ = 0.2, d = 2, B = 10, σ = 0.1)",
+        kernel()?,
+        &[
+            (Method::AmmAdaptive, setting),
+            (Method::DmmAdaptive, setting),
+            (Method::CmmAdaptive, cmm),
+        ],
     );
     Ok(())
 }

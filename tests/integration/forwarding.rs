@@ -95,6 +95,7 @@ fn script<B: ConfidenceBound + ?Sized>(bound: &mut B) -> Vec<String> {
     record("after observing", state(bound));
     record("evaluate", bits(bound.evaluate(&probes)));
     record("argmax", format!("{:?}", bound.argmax_ucb(&arms)));
+    record("top 4", format!("{:?}", bound.top_ucb(&arms, 4)));
     record(
         "fix_arms",
         format!(
@@ -105,6 +106,7 @@ fn script<B: ConfidenceBound + ?Sized>(bound: &mut B) -> Vec<String> {
     record("with a fixed set", state(bound));
     for round in 0..4 {
         record("argmax, fixed", format!("{:?}", bound.argmax_ucb(&arms)));
+        record("top 3, fixed", format!("{:?}", bound.top_ucb(&arms, 3)));
         record("evaluate, fixed", bits(bound.evaluate(&arms)));
         let x = point(100 + 7 * round);
         record(

@@ -345,3 +345,100 @@ fn gradients_cross_the_factor_storage_blocks() {
         }
     }
 }
+
+/// DMM-UCB's terms U_r = μ_r + w_r ρ_r, one per regulariser of its grid, against the
+/// posterior's batch evaluation at each regulariser (`ExactPosterior::evaluate`, a blocked
+/// solve, with `Dmm::widths`); `ucb_gradient_among` on a subset of terms against the minimum
+/// of those references and central finite differences of it; with every term, the bits of
+/// `ucb_gradient`. AMM is one term. Bad term lists are errors.
+#[test]
+fn ucb_terms_match_the_posterior_at_each_regulariser() {
+    let kernel = Matern::new(2.5, 0.4).unwrap();
+    let mut dmm = Dmm::new(kernel, params()).unwrap();
+    let mut amm = Amm::new(kernel, params()).unwrap();
+    for x in structured_inputs() {
+        dmm.observe(&x, target(&x)).unwrap();
+        amm.observe(&x, target(&x)).unwrap();
+    }
+    assert_eq!(amm.ucb_terms(), 1);
+    assert_eq!(dmm.ucb_terms(), 5);
+    let widths = dmm.widths();
+    let reference = |x: &[f64]| -> Vec<f64> {
+        let batch = dmm
+            .posterior()
+            .evaluate(&Points::from_row_major(x, 2).unwrap())
+            .unwrap();
+        (0..5)
+            .map(|r| batch.mean(r)[0] + widths[r] * batch.variance(r)[0].sqrt())
+            .collect()
+    };
+    let subsets: [&[usize]; 4] = [&[0], &[4], &[1, 3], &[2, 0]];
+    for x in queries() {
+        let terms = dmm.ucb_term_values(&x).unwrap();
+        let want = reference(&x);
+        for r in 0..5 {
+            assert!(
+                (terms[r] - want[r]).abs() <= 1e-10 * want[r].abs().max(1.0),
+                "term {r} at {x:?}: {} vs {}",
+                terms[r],
+                want[r]
+            );
+        }
+        let full = dmm.ucb_gradient(&x).unwrap();
+        let all = dmm.ucb_gradient_among(&x, &[0, 1, 2, 3, 4]).unwrap();
+        assert_eq!(
+            (
+                full.0.to_bits(),
+                full.1.iter().map(|g| g.to_bits()).collect::<Vec<_>>()
+            ),
+            (
+                all.0.to_bits(),
+                all.1.iter().map(|g| g.to_bits()).collect::<Vec<_>>()
+            )
+        );
+        for subset in subsets {
+            let (value, gradient) = dmm.ucb_gradient_among(&x, subset).unwrap();
+            let min_of = |x: &[f64]| {
+                let w = reference(x);
+                subset.iter().map(|&r| w[r]).fold(f64::INFINITY, f64::min)
+            };
+            let want = min_of(&x);
+            assert!(
+                (value - want).abs() <= 1e-10 * want.abs().max(1.0),
+                "{subset:?} at {x:?}: {value} vs {want}"
+            );
+            // Central differences, where the active term of the subset is clear of the others.
+            let w = reference(&x);
+            let mut sorted: Vec<f64> = subset.iter().map(|&r| w[r]).collect();
+            sorted.sort_by(f64::total_cmp);
+            if sorted.len() > 1 && sorted[1] - sorted[0] < 1e-3 {
+                continue;
+            }
+            let h = 1e-6;
+            for i in 0..2 {
+                let (mut up, mut down) = (x.clone(), x.clone());
+                up[i] += h;
+                down[i] -= h;
+                let fd = (min_of(&up) - min_of(&down)) / (2.0 * h);
+                assert!(
+                    (gradient[i] - fd).abs() <= 1e-5 * fd.abs().max(1.0),
+                    "{subset:?} at {x:?}, coordinate {i}: {} vs {fd}",
+                    gradient[i]
+                );
+            }
+        }
+    }
+    let x = [0.3, 0.4];
+    assert!(matches!(
+        dmm.ucb_gradient_among(&x, &[]),
+        Err(Error::InvalidParameter { name: "terms", .. })
+    ));
+    assert!(matches!(
+        dmm.ucb_gradient_among(&x, &[5]),
+        Err(Error::InvalidParameter { name: "terms", .. })
+    ));
+    assert!(matches!(
+        amm.ucb_gradient_among(&x, &[1]),
+        Err(Error::InvalidParameter { name: "terms", .. })
+    ));
+}

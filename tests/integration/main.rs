@@ -5,10 +5,12 @@
 mod common;
 
 mod adaptive_norm;
+mod adaptive_scale;
 mod argmax_pruning;
 mod bad_input;
 mod batch_pending;
 mod bbkb;
+mod checked_bounds;
 mod cli_batch;
 mod cli_bench;
 mod cli_bounds;
@@ -39,10 +41,12 @@ mod noise_estimates;
 mod nonstationary;
 mod nonstationary_tight;
 mod numerical_health;
+mod optimise;
 mod paper_orderings;
 mod parallel;
 mod posterior_consistency;
 mod python_quickstart_fixture;
+mod refit;
 mod regret;
 mod select_in;
 mod sketched;

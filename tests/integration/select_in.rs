@@ -6,6 +6,7 @@
 use crate::common::dense_variance;
 
 use dense_variance::posterior_variance;
+use kernel_bandits::bound::AnyBound;
 use kernel_bandits::points::AsPoints;
 use kernel_bandits::prelude::*;
 use rand::rngs::ChaCha8Rng;
@@ -576,4 +577,144 @@ fn select_in_finds_local_maximisers_on_random_ard_problems() {
         "{} of 12: {failures:#?}",
         failures.len()
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ranking of the starts by `top_ucb` (the pruned search) and select_in's promise, against
+// an independent full evaluation of every start.
+// ---------------------------------------------------------------------------------------------
+
+/// Bounds of the structured cases: DMM on the paper's grid, DMM on a grid with a repeated
+/// regulariser (its terms tie exactly everywhere), and AMM, after `t` observations of
+/// `scale`·[`f`] at uniform points of [0, 0.5]^d.
+fn contract_bounds(
+    d: usize,
+    t: usize,
+    scale: f64,
+) -> Vec<(&'static str, UcbAgent<AnyBound<Matern>>)> {
+    let kernel = Matern::new(2.5, 0.5).unwrap();
+    let params = BoundParams::new()
+        .sigma(0.1)
+        .norm_bound(4.0)
+        .delta(0.05)
+        .scale(1.0);
+    let bounds = [
+        ("dmm", AnyBound::Dmm(Dmm::new(kernel, params).unwrap())),
+        (
+            "dmm, tied grid",
+            AnyBound::Dmm(Dmm::with_grid(kernel, params, &[0.3, 1.0, 1.0, 3.0]).unwrap()),
+        ),
+        ("amm", AnyBound::Amm(Amm::new(kernel, params).unwrap())),
+    ];
+    // Data in the lower half of the cube: the UCB grows towards the far corner (1, …, 1).
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let data: Vec<Vec<f64>> = (0..t)
+        .map(|_| (0..d).map(|_| 0.5 * rng.random::<f64>()).collect())
+        .collect();
+    bounds
+        .into_iter()
+        .map(|(name, b)| {
+            let mut agent = UcbAgent::new(b);
+            for x in &data {
+                agent.update(x, scale * f(x)).unwrap();
+            }
+            (name, agent)
+        })
+        .collect()
+}
+
+/// `top_ucb(points, k)` returns k distinct points whose UCBs (by `evaluate` on every point,
+/// the reference) are the k largest, in order, to rounding: d = 1 and 6, t from below one
+/// storage block of the factors (every point solved) to past the local bounds (t ≥ 256), ties
+/// between regularisers, and duplicated points.
+#[test]
+fn top_ucb_ranks_as_a_full_evaluation() {
+    for d in [1, 6] {
+        for t in [20, 129, 300] {
+            for (name, agent) in contract_bounds(d, t, 1.0) {
+                let domain = BoxDomain::unit(d).unwrap();
+                let mut starts = agent.next_starts(&domain);
+                // A duplicate of a corner: two points with bitwise equal UCBs.
+                let corner = vec![1.0; d];
+                starts.extend_from_slice(&corner);
+                let points = Points::from_row_major(&starts, d).unwrap();
+                let reference = agent.bound().evaluate(&points).unwrap().ucb;
+                let mut sorted = reference.clone();
+                sorted.sort_by(|a, b| b.total_cmp(a));
+                for k in [1, 5, 40] {
+                    let top = agent.bound().top_ucb(&points, k).unwrap();
+                    assert_eq!(top.len(), k, "{name}, d = {d}, t = {t}, k = {k}");
+                    let mut distinct = top.clone();
+                    distinct.sort_unstable();
+                    distinct.dedup();
+                    assert_eq!(distinct.len(), k, "{name}: repeated indices {top:?}");
+                    for (place, &j) in top.iter().enumerate() {
+                        let (got, want) = (reference[j], sorted[place]);
+                        assert!(
+                            (got - want).abs() <= 1e-10 * want.abs().max(1.0),
+                            "{name}, d = {d}, t = {t}, k = {k}: place {place} has UCB {got}, \
+                             the full ranking {want}"
+                        );
+                    }
+                    if k == 1 {
+                        assert_eq!(top[0], agent.bound().argmax_ucb(&points).unwrap());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// select_in's promise, checked against every start evaluated independently: its UCB is at
+/// least that of every start that is not pending, and the point is not pending. The far
+/// corner, where the UCB peaks, is pending (one refinement only, which starts there and stays:
+/// the best start that is not pending must be found among the others); d = 1 and 6, t = 20,
+/// 129 and 300, DMM with and without tied regularisers, AMM.
+#[test]
+fn select_in_beats_every_start_with_the_maximiser_pending() {
+    for d in [1, 6] {
+        for t in [20, 129, 300] {
+            // Zero targets: U = w·ρ, largest at the far corner, which is farther from every
+            // observation than any other point of the cube.
+            for (name, agent) in contract_bounds(d, t, 0.0) {
+                let mut agent = agent
+                    .with_continuous(ContinuousOptions {
+                        starts: 256,
+                        refine: 1,
+                        seed: 2,
+                        ..ContinuousOptions::default()
+                    })
+                    .unwrap();
+                let domain = BoxDomain::unit(d).unwrap();
+                let corner = vec![1.0; d];
+                agent.pending(&corner).unwrap();
+                let starts = agent.next_starts(&domain);
+                let ucb = ucb_at(agent.bound(), &starts, d);
+                let best = (0..ucb.len())
+                    .max_by(|&a, &b| ucb[a].total_cmp(&ucb[b]))
+                    .unwrap();
+                assert_eq!(
+                    &starts[best * d..(best + 1) * d],
+                    &corner[..],
+                    "{name}, d = {d}, t = {t}: the far corner is the best start"
+                );
+                let best_free = starts
+                    .chunks_exact(d)
+                    .zip(&ucb)
+                    .filter(|(x, _)| *x != &corner[..])
+                    .map(|(_, &u)| u)
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let choice = agent.select_in(&domain).unwrap();
+                assert_ne!(
+                    choice.point, corner,
+                    "{name}, d = {d}, t = {t}: pending point"
+                );
+                assert!(
+                    choice.ucb >= best_free - 1e-12 * best_free.abs().max(1.0),
+                    "{name}, d = {d}, t = {t}: UCB {} below a start's {best_free}",
+                    choice.ucb
+                );
+            }
+        }
+    }
 }

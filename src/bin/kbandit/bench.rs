@@ -51,6 +51,10 @@ pub struct BenchArgs {
     /// Offer the same arms every round, declared to the agent (the fixed-arm path).
     #[arg(long)]
     fixed_arms: bool,
+    /// Time AMM, DMM and CMM with the adaptive covariance scale (the default of
+    /// `BoundParams::new`) instead of the paper's c = T^{−d/(2d+2ν)}.
+    #[arg(long)]
+    adaptive_scale: bool,
     /// Time the scoring of every arm (`ConfidenceBound::evaluate`: mean, LCB and UCB) instead
     /// of a UCB round.
     #[arg(long)]
@@ -88,8 +92,13 @@ fn build<K: Kernel>(
     dims: usize,
     horizon: usize,
     seed: u64,
+    adaptive: bool,
 ) -> Result<AnyBound<K>, Error> {
-    let config = BoundConfig::paper_defaults(&kernel, dims, horizon.max(1))
+    let mut config = BoundConfig::paper_defaults(&kernel, dims, horizon.max(1));
+    if adaptive {
+        config.params = config.params.adaptive_scale();
+    }
+    let config = config
         .sketch(
             SketchParams::new()
                 .lambda(1.0)
@@ -150,9 +159,11 @@ fn warm<K: Kernel>(
     dims: usize,
     horizon: usize,
     seed: u64,
+    adaptive: bool,
 ) -> Result<(AnyBound<K>, f64), String> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut bound = build(kernel, choice, dims, horizon, seed).map_err(|e| e.to_string())?;
+    let mut bound =
+        build(kernel, choice, dims, horizon, seed, adaptive).map_err(|e| e.to_string())?;
     let data = uniform_points(&mut rng, t, dims);
     let targets: Vec<f64> = data.iter().map(|x| reward(x, &mut rng)).collect();
     let start = Instant::now();
@@ -298,6 +309,7 @@ fn measure<K: Kernel>(args: &BenchArgs, kernel: K, nu: Option<f64>) -> Result<()
             args.dims,
             args.t + args.rounds,
             args.seed,
+            args.adaptive_scale,
         )?;
         time_rounds(
             args.bound,
@@ -381,7 +393,8 @@ fn report(args: &BenchArgs, path: &Path) -> Result<(), String> {
                     }
                     // Warmed afresh for every cell (deterministic given the seed).
                     let kernel = Matern::new(2.5, 0.5).map_err(|e| e.to_string())?;
-                    let (bound, warmup_s) = warm(kernel, choice, t, args.dims, horizon, args.seed)?;
+                    let (bound, warmup_s) =
+                        warm(kernel, choice, t, args.dims, horizon, args.seed, false)?;
                     let m = time_rounds(
                         choice,
                         bound,

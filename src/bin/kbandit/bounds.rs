@@ -42,9 +42,11 @@ pub struct BoundsArgs {
     bound: BoundKind,
     #[command(flatten)]
     assumptions: Assumptions,
-    /// c: covariance scale of the martingale mixture (a0 = σ²/c).
-    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
-    scale: f64,
+    /// c: covariance scale of the martingale mixture (a0 = σ²/c) [default: adaptive: AMM, DMM
+    /// and CMM choose it from the grid 10^{-j/2}, j = 0..8, paying ln 9 in the radius; AY and IGP
+    /// use c = 1].
+    #[arg(long, allow_negative_numbers = true)]
+    scale: Option<f64>,
     /// λ for AY-GP-UCB [default: σ²/c].
     #[arg(long, allow_negative_numbers = true)]
     lambda: Option<f64>,
@@ -71,6 +73,33 @@ pub struct BoundsArgs {
     /// kernel smoother) to stderr, and whether `--sigma` is plausible.
     #[arg(long)]
     check_noise: bool,
+    /// Exit with status 0 even when the data refute the assumptions (LCB > UCB at some query
+    /// point, or an empty confidence set). The warning on stderr is printed all the same;
+    /// without this flag such a run exits with status 3 (after writing its output).
+    #[arg(long)]
+    allow_crossed: bool,
+}
+
+/// The exit status of `kbandit bounds` when the data refute the assumptions (see
+/// [`misspecification_warning`]), unless `--allow-crossed` is given.
+pub const EXIT_MISSPECIFIED: u8 = 3;
+
+/// The warning for bounds that the data refute: what is wrong (from
+/// [`CheckedBounds::describe`](kernel_bandits::bound::CheckedBounds::describe)), the σ and B
+/// used, and what to change on the command line.
+fn misspecification_warning(what: &str, sigma: f64, norm_bound: f64, args: &BoundsArgs) -> String {
+    let sigma_origin = if args.fit { " (fitted)" } else { "" };
+    let adaptive = if args.adaptive_norm.is_some() {
+        "; --adaptive-norm reached its cap"
+    } else {
+        ""
+    };
+    format!(
+        "warning: {what}. σ = {sigma}{sigma_origin}, B = {norm_bound}{adaptive}: try a larger \
+         --norm-bound, a larger σ, another kernel or length-scale, or --adaptive-norm B0 (B \
+         doubles whenever the data refute it). Exit status {EXIT_MISSPECIFIED}; \
+         --allow-crossed exits with 0"
+    )
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
@@ -110,8 +139,10 @@ fn params(args: &BoundsArgs, sigma: f64, norm_bound: f64) -> BoundParams {
         .apply(BoundParams::new())
         .sigma(sigma)
         .norm_bound(norm_bound)
-        .scale(args.scale)
         .eta(args.eta);
+    if let Some(scale) = args.scale {
+        params = params.scale(scale);
+    }
     if let Some(lambda) = args.lambda {
         params = params.lambda(lambda);
     }
@@ -264,11 +295,13 @@ fn header_only(path: &Path) -> std::result::Result<Option<usize>, String> {
     Ok(Some(header.len()))
 }
 
-/// Runs the command, writing `mean,lcb,ucb` rows to stdout.
+/// Runs the command, writing `mean,lcb,ucb` rows to stdout. Returns whether the values are
+/// confidence bounds: `false` (after a warning on stderr) when the data refute the
+/// assumptions and `--allow-crossed` is not given.
 ///
 /// # Errors
 /// A one-line message naming the file and line where the problem is.
-pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<(), String> {
+pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, String> {
     let family = if args.fit { Some(family(args)?) } else { None };
     if let Some(b) = args.adaptive_norm
         && !(b.is_finite() && b > 0.0)
@@ -382,14 +415,19 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<(), Stri
             }
         );
     }
+    let norm_bound = match &built {
+        Built::Adaptive(adaptive) => adaptive.norm_bound(),
+        Built::Plain(_) => args.assumptions.norm_bound,
+    };
     let bound = built.bound();
     let points = Points::from_row_major(&query.values, dim).map_err(|e| e.to_string())?;
-    let bounds = bound.evaluate(&points).map_err(|e| match e {
+    let checked = bound.evaluate_checked(&points).map_err(|e| match e {
         Error::NotPositiveDefinite { row, .. } => {
             format!("{query_name}:{}: {e}", query.lines[row])
         }
         e => format!("{query_name}: {e}"),
     })?;
+    let bounds = &checked.bounds;
     let stdout = std::io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let write_error = |e: std::io::Error| format!("writing the output: {e}");
@@ -403,5 +441,15 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<(), Stri
         )
         .map_err(write_error)?;
     }
-    out.flush().map_err(write_error)
+    out.flush().map_err(write_error)?;
+    match checked.describe() {
+        Some(what) => {
+            eprintln!(
+                "kbandit: {}",
+                misspecification_warning(&what, sigma, norm_bound, args)
+            );
+            Ok(args.allow_crossed)
+        }
+        None => Ok(true),
+    }
 }

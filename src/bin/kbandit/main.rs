@@ -17,7 +17,9 @@
 //! ```
 //!
 //! Errors print one line to stderr, naming the file and line where there is one, and exit
-//! with status 2.
+//! with status 2. `kbandit bounds` exits with status 3 ([`bounds::EXIT_MISSPECIFIED`]), after
+//! writing its output and a warning on stderr, when the data refute the assumptions (LCB > UCB
+//! at some query point, or an empty confidence set), unless `--allow-crossed` is given.
 
 mod bench;
 mod bounds;
@@ -43,6 +45,10 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Mean, LCB and UCB at query points, given observations (CSV in, CSV out).
+    ///
+    /// Exit status: 0; 2 on an error; 3 when the data refute the assumptions (LCB > UCB at some
+    /// query point, or an empty confidence set: a warning on stderr says which, and the output
+    /// is written all the same), unless --allow-crossed is given.
     Bounds(bounds::BoundsArgs),
     /// Time UCB rounds of one bound (one JSON line), or run the whole grid into a report
     /// (`--report BENCHMARKS.md`).
@@ -100,7 +106,10 @@ fn main() -> ExitCode {
         .subcommand_matches("bounds")
         .is_some_and(|m| m.value_source("sigma") == Some(ValueSource::CommandLine));
     let result = match cli.command {
-        Command::Bounds(args) => bounds::run(&args, sigma_given),
+        Command::Bounds(args) => match bounds::run(&args, sigma_given) {
+            Ok(false) => return ExitCode::from(bounds::EXIT_MISSPECIFIED),
+            other => other.map(|_| ()),
+        },
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => reproduce::demo(&args),
         Command::Reproduce { experiment } => reproduce::run(&experiment),
