@@ -14,7 +14,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::arrays::{elements, matrix, rows, vector};
+use crate::arrays::{elements, matrix, rows, targets};
 use crate::bounds::{PyAnyBound, PyBound, adaptive};
 use crate::errors::{InvalidParameterError, OrRaise, UnsupportedError};
 use crate::kernels::{AnyKernel, Kernel, family, fitted_repr};
@@ -45,7 +45,8 @@ fn with_data<T: Send>(
 ) -> PyResult<T> {
     let xa = matrix(x, "x")?;
     let (data, dim) = rows(&xa);
-    let ya = vector(y, "y")?;
+    // Targets as the agents take them: a vector, or an (n, 1) column.
+    let ya = targets(y, "y")?;
     let ys = elements(&ya);
     py.detach(|| f(&Points::from_row_major(data, dim)?, ys))
         .or_raise()
@@ -144,7 +145,7 @@ impl LikelihoodGradient {
 /// Use the fit only for observations *after* the warm-up: `Fit.bound` starts empty. The fitted
 /// σ is an estimate and may fall below the truth; B is not fitted (see `AdaptiveNorm`).
 #[pyfunction]
-#[pyo3(signature = (x, y, *, family = "matern", nu = 2.5, per_dimension = false, fit_variance = false, variance = 1.0, noise = None, lengthscale_bounds = None, noise_bounds = None, variance_bounds = None, starts = 12, refinements = 2, seed = 0, objective = "map", screen_size = 300, previous = None))]
+#[pyo3(signature = (x, y, *, family = "matern", nu = 2.5, per_dimension = false, fit_variance = false, variance = 1.0, noise = None, lengthscale_bounds = None, noise_bounds = None, variance_bounds = None, starts = 12, refinements = 2, seed = 0, objective = "map", screen_size = 150, previous = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn fit_hyperparameters(
     py: Python<'_>,

@@ -217,6 +217,29 @@ def test_map_fit_on_few_points_stays_off_the_edges_and_bound_takes_sigma():
     assert again.log_posterior == pytest.approx(fit.log_posterior, rel=1e-9)
 
 
+def test_fit_and_likelihood_take_column_targets_and_one_element_arrays_raise_typed_errors(rng):
+    # y as an (n, 1) column, as the agents take it: the same fit and likelihood as the vector.
+    x = rng.random((12, 2))
+    _, y = gp_sample(rng, x, "matern", 2.5, 0.3, 0.1)
+    column = y.reshape(-1, 1)
+    by_column, by_vector = kb.fit_hyperparameters(x, column), kb.fit_hyperparameters(x, y)
+    assert np.array_equal(by_column.lengthscales, by_vector.lengthscales)
+    assert by_column.noise_sd == by_vector.noise_sd
+    assert by_column.log_posterior == by_vector.log_posterior
+    kernel = kb.FittedKernel(0.3, family="matern", nu=2.5)
+    assert kb.log_marginal_likelihood(kernel, x, column, 0.1) == kb.log_marginal_likelihood(
+        kernel, x, y, 0.1
+    )
+    # One observation, as a 1-element array, a (1, 1) column or a list: the package's error
+    # (a fit needs two observations), not numpy's.
+    for one in (np.array([0.5]), np.array([[0.5]]), [0.5]):
+        with pytest.raises(kb.InvalidParameterError, match="at least 2 observations"):
+            kb.fit_hyperparameters(x[:1], one)
+    # Other shapes are a DimensionError.
+    with pytest.raises(kb.DimensionError):
+        kb.fit_hyperparameters(x, np.stack([y, y], axis=1))
+
+
 def test_fit_options(rng):
     x = rng.random((60, 2))
     _, y = gp_sample(rng, x, "matern", 2.5, 0.3, 0.1)
