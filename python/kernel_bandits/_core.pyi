@@ -394,7 +394,7 @@ def fit_hyperparameters(
     refinements: int = 2,
     seed: int = 0,
     objective: Literal["map", "ml"] = "map",
-    screen_size: int = 300,
+    screen_size: int = 150,
     previous: Optional[Fit] = None,
 ) -> Fit: ...
 

@@ -230,14 +230,14 @@ impl LogNormal {
 /// | `variance` | [`OutputVariance::Fixed`]`(1)` | fixed s² > 0, or fitted | the output variance s² (see below) |
 /// | `noise` | [`Noise::Fitted`] | fixed σ > 0, or fitted | the noise standard deviation σ |
 /// | `lengthscale_prior` | ℓᵢ/Dᵢ ~ [`LogNormal::dimension_scaled`]`(d)` = LN(√2 + ½ ln d, √3) | [`LogNormal`] | MAP only |
-/// | `noise_prior` | σ_z² ~ LN(−4, 1) | [`LogNormal`] | MAP only |
+/// | `noise_prior` | σ²/s² ~ LN(−4, 1) (fixed s²); σ_z² ~ LN(−4, 1) (fitted s²) | [`LogNormal`] | MAP only |
 /// | `variance_prior` | s_z² ~ LN(0, 1) | [`LogNormal`] | MAP only, fitted s² only |
 /// | `lengthscale_bounds` | MAP: [10⁻³·D, 10³·D]; ML: [10⁻²·D, 10·D] (per dimension Dᵢ, D where Dᵢ = 0) | 0 < lo ≤ hi < ∞ | box for each ℓ |
 /// | `noise_bounds` | MAP: σ_z ∈ [max(10⁻⁴, 10⁻⁵·s_z,max), 10]; ML: [max(10⁻⁴·s_y, 10⁻⁵·s_max), max(3·s_y, lo)] | 0 < lo ≤ hi < ∞ | box for σ (fitted σ only); s_max² the largest s² allowed |
 /// | `variance_bounds` | MAP: s_z² ∈ [10⁻³, 10³]; ML: [10⁻²·s_y², 10²·s_y²] | 0 < lo ≤ hi < ∞ | box for s² (fitted s² only) |
 /// | `starts` | 12 | ≥ 1 | Sobol starts (besides the deterministic ones), scored by the objective |
 /// | `refinements` | 2 | ≥ 1 | the best starts refined by quasi-Newton (PANOC) |
-/// | `screen_size` | 300 | ≥ 2 | above this many rows, search a spread subsample of this size first |
+/// | `screen_size` | 150 | ≥ 2 | above this many rows, search a spread subsample of this size first |
 /// | `seed` | 0 | any | scrambling seed of the Sobol starts (same seed, same result) |
 /// | `refine` | tolerance 10⁻⁷, 100 iterations, memory 10 | [`RefineOptions::check`] | settings of each refinement |
 ///
@@ -338,7 +338,7 @@ impl FitOptions {
                 loc: 0.0,
                 scale: 1.0,
             },
-            screen_size: 300,
+            screen_size: 150,
         }
     }
 
@@ -415,7 +415,9 @@ impl FitOptions {
         self
     }
 
-    /// Sets the prior of σ_z² = σ²/sd(y)² (MAP only; default LN(−4, 1)).
+    /// Sets the prior of the noise-to-signal ratio σ²/s² with s² fixed (default 1), or of
+    /// σ_z² = σ²/sd(y)² with s² fitted (MAP only; default LN(−4, 1); see the
+    /// [module documentation](super) for why).
     pub fn noise_prior(mut self, prior: LogNormal) -> Self {
         self.noise_prior = prior;
         self
@@ -428,7 +430,7 @@ impl FitOptions {
     }
 
     /// Sets the number of rows above which the starts are screened and refined on a spread
-    /// subsample of that many rows first (default 300, at least 2).
+    /// subsample of that many rows first (default 150, at least 2).
     pub fn screen_size(mut self, rows: usize) -> Self {
         self.screen_size = rows;
         self
@@ -598,8 +600,9 @@ impl Fit {
 
     /// The log posterior ln p(z | θ) + ln p(θ) at the fitted values, in the standardised units
     /// the search works in (z = (y − mean)/sd; ln p(θ) the priors' log densities, of ℓᵢ/Dᵢ,
-    /// σ_z² and a fitted s_z²): comparable with BoTorch's `ExactMarginalLogLikelihood` × t
-    /// on the same standardised data and priors. `None` under maximum likelihood.
+    /// σ²/s² (σ_z² with s² fitted) and a fitted s_z²): comparable with BoTorch's
+    /// `ExactMarginalLogLikelihood` × t on the same standardised data and priors. `None` under
+    /// maximum likelihood.
     pub fn log_posterior(&self) -> Option<f64> {
         self.log_posterior
     }
@@ -899,14 +902,18 @@ impl Parameterisation {
             }
         };
         // ℓ candidates: the prior mode and the median distance between inputs; σ_z²
-        // candidates: the prior mode (little noise) and 1/4 (a noisy data set, σ_z = ½).
+        // candidates: the prior mode (little noise), a quarter of the targets' mean square (a
+        // noisy data set) and, with s² fixed below the targets' mean square, the excess (the
+        // variance the signal cannot explain: targets on a larger scale than s²).
         let ell_median: Vec<f64> = self.median_distance.iter().map(|v| v.ln()).collect();
-        let noisy = match &self.priors {
-            Some(_) => 0.25f64.ln(),
-            None => (0.25 * self.mean_square).ln(),
-        };
+        let mut noises = vec![mode[m + 1], (0.25 * self.mean_square).ln()];
+        if let Some(v) = self.fixed_variance
+            && self.mean_square - v > 0.25 * self.mean_square
+        {
+            noises.push((self.mean_square - v).ln());
+        }
         for ells in [&mode[..m], &ell_median[..]] {
-            for noise in [mode[m + 1], noisy] {
+            for &noise in &noises {
                 let mut theta = Vec::with_capacity(n);
                 theta.extend_from_slice(ells);
                 theta.push(mode[m]);
@@ -920,8 +927,23 @@ impl Parameterisation {
         out
     }
 
-    /// The box the space-filling starts cover: the prior's central region (μ ± 2τ in ln v,
-    /// within the search box) under MAP, the whole box under maximum likelihood.
+    /// Whether a length-scale of `theta` lies below its prior's central region, ln ℓᵢ/Dᵢ <
+    /// μ − 2τ (MAP only; never under maximum likelihood).
+    fn below_centre(&self, theta: &[f64]) -> bool {
+        let Some(priors) = &self.priors else {
+            return false;
+        };
+        (0..self.lengthscale_count()).any(|i| {
+            let (prior, unit) = priors[i];
+            self.free[i] && theta[i] - unit.ln() < prior.loc - 2.0 * prior.scale
+        })
+    }
+
+    /// The box the space-filling starts cover under MAP: the prior's central region in ln v,
+    /// from 2τ below the mode of v's density, μ − τ², to 2τ above its median, μ (the log
+    /// posterior carries the density of v, whose −ln v term moves its mass below μ: for ℓ in
+    /// d = 3, ℓ/D from 0.011 to 227), within the search box and widened for σ_z² up to the
+    /// targets' mean square (all their variance noise); the whole box under maximum likelihood.
     fn start_box(&self) -> Result<BoxDomain> {
         let Some(priors) = &self.priors else {
             return Ok(self.domain.clone());
@@ -931,7 +953,12 @@ impl Parameterisation {
         for (i, (p, unit)) in priors.iter().enumerate() {
             let (a, b) = (self.domain.lo()[i], self.domain.hi()[i]);
             let c = p.loc + unit.ln();
-            let (l, h) = ((c - 2.0 * p.scale).max(a), (c + 2.0 * p.scale).min(b));
+            let mut top = c + 2.0 * p.scale;
+            if i == n - 1 {
+                top = top.max(self.mean_square.ln());
+            }
+            let bottom = c - p.scale * p.scale - 2.0 * p.scale;
+            let (l, h) = (bottom.max(a), top.min(b));
             if l <= h {
                 lo.push(l);
                 hi.push(h);
@@ -977,10 +1004,14 @@ fn bounds_or(
 /// 1. **Starts**, scored by the objective alone (one Cholesky each): the previous fit's values
 ///    ([`Fit::refit`]), the priors' modes and data-informed values (ℓ at the median distance
 ///    between inputs; σ_z at the prior's mode and at ½), then `starts` Sobol points of the
-///    prior's central region (μ ± 2τ of each ln-parameter, seeded).
+///    prior's central region (from μ − τ² − 2τ to μ + 2τ in each ln-parameter, seeded).
 /// 2. **Refinement** of the best `refinements` starts by [`maximise`] (PANOC, box-constrained
 ///    quasi-Newton) with the analytic gradient ([`super::log_marginal_likelihood_gradient`]
-///    plus the prior's), the best result kept.
+///    plus the prior's), the best result kept. Under MAP the starts with a length-scale below
+///    the prior's central region (μ − 2τ in ln ℓᵢ/Dᵢ), where the narrow interpolating
+///    small-ℓ modes lie, are scored and refined apart (one refinement): they neither take
+///    every refinement from the smooth modes (one such start scoring better in a worse basin
+///    did) nor go unsearched (the posterior's maximum can lie there).
 /// 3. **Large data sets** (t > `screen_size`): steps 1–2 run on `screen_size` inputs spread over
 ///    the data (every ⌈t/screen_size⌉-th row, in the order given); their optimum and the
 ///    deterministic starts are then scored on all the data and the best one refined there.
@@ -997,10 +1028,10 @@ fn bounds_or(
 /// # Errors
 /// [`FitOptions::check`]; as the [`crate::points::Points`] constructors; [`Error::LengthMismatch`]
 /// unless there is one target per point; [`Error::NonFinite`] for a non-finite target;
-/// [`Error::InvalidParameter`] for fewer than 2 observations, targets that are all equal (MAP:
-/// they have no scale to standardise by), or a default box that is empty (inputs that span no
-/// range, for ℓ; all-zero targets, for a fitted s² under maximum likelihood) — set the box
-/// then; [`Error::NotPositiveDefinite`] if K + σ²I is not numerically positive definite at a
+/// [`Error::InvalidParameter`] for fewer than 2 observations or a default box that is empty
+/// (inputs that span no range, for ℓ; all-zero targets, for a fitted s² under maximum
+/// likelihood) — set the box then (targets that are all equal are standardised by 1 under MAP,
+/// as BoTorch's `Standardize` does); [`Error::NotPositiveDefinite`] if K + σ²I is not numerically positive definite at a
 /// parameter value the search visits (only possible with a fixed or user-set σ too small for
 /// duplicated inputs); [`Error::NonFinite`] if the objective overflows at every start (targets
 /// near the largest doubles).
@@ -1096,7 +1127,7 @@ fn fit_from<P: AsPoints + ?Sized>(
         let sub = Data::from_points(&sub_points, &sub_y)?;
         let mut starts: Vec<Vec<f64>> = deterministic.clone();
         starts.extend(space_filling.chunks_exact(n).map(<[f64]>::to_vec));
-        let found = search(&p, &sub, &starts, options.refinements, &options.refine)?;
+        let found = search_regions(&p, &sub, &starts, options.refinements, &options.refine)?;
         evaluations += found.1;
         candidates.insert(0, found.0.point);
         let best = search(&p, &data, &candidates, 1, &options.refine)?;
@@ -1104,7 +1135,7 @@ fn fit_from<P: AsPoints + ?Sized>(
         (best.0.point, best.0.converged)
     } else {
         candidates.extend(space_filling.chunks_exact(n).map(<[f64]>::to_vec));
-        let best = search(&p, &data, &candidates, options.refinements, &options.refine)?;
+        let best = search_regions(&p, &data, &candidates, options.refinements, &options.refine)?;
         evaluations += best.1;
         (best.0.point, best.0.converged)
     };
@@ -1152,21 +1183,48 @@ fn fit_from<P: AsPoints + ?Sized>(
 }
 
 /// The offset m = mean(y) and scale s = sd(y) (with the 1/(t − 1) of an unbiased variance, as
-/// BoTorch's `Standardize`).
+/// BoTorch's `Standardize`); s = 1 for targets that are all equal (BoTorch's `Standardize`
+/// also divides by 1 there).
 fn standardisation(targets: &[f64]) -> Result<(f64, f64)> {
     let t = targets.len() as f64;
     let mean = targets.iter().sum::<f64>() / t;
     let variance = targets.iter().map(|y| (y - mean).powi(2)).sum::<f64>() / (t - 1.0);
     let sd = variance.sqrt();
-    if !(sd >= f64::MIN_POSITIVE && sd.is_finite() && mean.is_finite()) {
-        return Err(Error::InvalidParameter {
-            name: "targets",
-            value: sd,
-            expected: "targets that vary (the MAP fit standardises them by their standard \
-                       deviation), or Objective::MaximumLikelihood",
+    if !(sd.is_finite() && mean.is_finite()) {
+        return Err(Error::NonFinite {
+            what: "the targets' mean or standard deviation (they overflow)".into(),
         });
     }
-    Ok((mean, sd))
+    Ok((mean, if sd >= f64::MIN_POSITIVE { sd } else { 1.0 }))
+}
+
+/// [`search`] on the starts in the priors' central region (`count` refinements) and, apart, on
+/// those below it (one refinement: see [`Parameterisation::below_centre`]); the better result,
+/// with the evaluations of both.
+fn search_regions(
+    p: &Parameterisation,
+    data: &Data<'_>,
+    starts: &[Vec<f64>],
+    count: usize,
+    refine: &RefineOptions,
+) -> Result<(crate::continuous::Maximum, usize)> {
+    let (below, central): (Vec<Vec<f64>>, Vec<Vec<f64>>) = starts
+        .iter()
+        .cloned()
+        .partition(|theta| p.below_centre(theta));
+    if below.is_empty() || central.is_empty() {
+        return search(p, data, starts, count, refine);
+    }
+    let mut best = search(p, data, &central, count, refine)?;
+    // The starts below may all fail to score (e.g. K + σ²I not positive definite there): the
+    // central search's result stands then.
+    if let Ok(other) = search(p, data, &below, 1, refine) {
+        best.1 += other.1;
+        if other.0.value > best.0.value {
+            best.0 = other.0;
+        }
+    }
+    Ok(best)
 }
 
 /// Scores `starts` on `data` by the objective (one Cholesky each), refines the best `count`,
@@ -1424,7 +1482,14 @@ fn parameterise(options: &FitOptions, data: &Data<'_>, scale: f64) -> Result<Par
             .unwrap_or_else(|| LogNormal::dimension_scaled(d));
         let mut priors: Vec<(LogNormal, f64)> = units.iter().map(|&u| (ell, u)).collect();
         priors.push((options.variance_prior, 1.0));
-        priors.push((options.noise_prior, 1.0));
+        // The noise prior is on the noise-to-signal ratio σ²/s², as BoTorch's is (its signal
+        // variance is 1 on its standardised scale): with s² fixed, v = σ_z²/s_z²; with s²
+        // fitted, on σ_z² (the signal variance then has its own prior, centred on sd(y)²).
+        let noise_unit = match options.variance {
+            OutputVariance::Fixed(v) => v / s2,
+            OutputVariance::Fitted => 1.0,
+        };
+        priors.push((options.noise_prior, noise_unit));
         priors
     });
     Ok(Parameterisation {

@@ -16,8 +16,8 @@
 //!   interpolates the noise with σ → 0). The default ([`Objective::Map`]) is the maximum a
 //!   posteriori value, as BoTorch's `SingleTaskGP` with `fit_gpytorch_mll` computes it:
 //!   1. the targets are **standardised**, z = (y − m)/s_y with m their mean and s_y their standard
-//!      deviation (BoTorch's `Standardize`), so that the priors below mean the same thing
-//!      whatever the units of y;
+//!      deviation (BoTorch's `Standardize`; s_y = 1 if they are all equal, as there), so that
+//!      the search's boxes and a fitted s²'s prior mean the same thing whatever the units of y;
 //!   2. **priors** (log-normal, with the density of the parameter itself, as GPyTorch's
 //!      `LogNormalPrior`; see [`LogNormal`]):
 //!      - ℓᵢ/Dᵢ ~ LN(√2 + ½ ln d, √3), the dimension-scaled prior of Hvarfner, Hellsten &
@@ -29,12 +29,22 @@
 //!        inputs spread over the unit cube it is BoTorch's prior. The prior's mode is
 //!        exp(√2 + ½ ln d − 3)·D ≈ 0.24·√d·D, its median 4.1·√d·D; it keeps ℓ off the
 //!        interpolating small-ℓ mode unless the data insist.
-//!      - σ_z² = σ²/s_y² ~ LN(−4, 1), BoTorch's noise prior since 0.12 (mode σ_z ≈ 0.08, median
-//!        0.14, 95 % of its mass for σ_z in [0.05, 0.36]): **the noise floor is this prior**,
-//!        which pulls σ away from 0 smoothly, not a box edge. The older BoTorch priors
+//!      - the noise-to-signal ratio σ²/s² ~ LN(−4, 1), BoTorch's noise prior since 0.12
+//!        (`get_gaussian_likelihood_with_lognormal_prior`; mode σ/s ≈ 0.08, median 0.14, 95 %
+//!        of its mass for σ/s in [0.05, 0.36]): **the noise floor is this prior**, which pulls
+//!        σ away from 0 smoothly, not a box edge. BoTorch puts it on the noise variance of the
+//!        standardised targets, whose signal variance is 1 (its `SingleTaskGP` has no output
+//!        scale): a prior on σ²/s². Here s² is fixed (1 by default, in the user's units, which
+//!        the bounds assume), so the prior is stated on σ²/s² with that s², **not** on
+//!        σ²/sd(y)². The sample standard deviation of 2d + 2 correlated points is a poor
+//!        estimate of the signal's scale (0.26–0.39 on three draws with s = 1 of the acceptance
+//!        test), and a prior scaled by it followed it: σ̂ came out 4–5 times too small on
+//!        those draws (within a factor 1.7 with the prior on σ²/s²). With s² fitted, the
+//!        signal has its own prior (below) and the noise prior is on σ_z² = σ²/sd(y)², as
+//!        BoTorch's with an output scale. The older BoTorch priors
 //!        (ℓ ~ Gamma(3, 6), σ² ~ Gamma(1.1, 0.05)) are not used: Gamma(1.1, 0.05) barely
 //!        penalises σ → 0 (0.1·ln σ² nats), the collapse this replaces, and Gamma(3, 6) is not
-//!        dimension-aware. Data much noisier than σ_z ≈ 0.4 need more points to overrule the
+//!        dimension-aware. Data much noisier than σ/s ≈ 0.4 need more points to overrule the
 //!        prior; set [`FitOptions::noise_prior`] if the noise is known to be large.
 //!      - a fitted output variance: s_z² = s²/s_y² ~ LN(0, 1) (median 1: the data's variance).
 //!   3. the values are returned in the **user's units**: ℓ unchanged, σ = σ_z·s_y, a fitted
