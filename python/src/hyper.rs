@@ -130,7 +130,8 @@ impl LikelihoodGradient {
 /// variance s² of an RBF or Matérn kernel to a warm-up set (the rows of `x`, targets `y`).
 /// `objective="map"` (the default): the maximum a posteriori values on the standardised
 /// targets (y − mean)/sd under BoTorch's priors (ℓ/D ~ LogNormal(√2 + ½ ln d, √3), Hvarfner et
-/// al. 2024; σ²/sd² ~ LogNormal(−4, 1)), returned in the units of `y`; `objective="ml"`: the
+/// al. 2024; the noise-to-signal ratio σ²/s² ~ LogNormal(−4, 1), on σ²/sd² when s² is fitted),
+/// returned in the units of `y`; targets `y` a vector or an (n, 1) column; `objective="ml"`: the
 /// maximum of the log marginal likelihood of `y` as given (zero mean, no prior). The search:
 /// deterministic starts (the priors' modes, data-informed values, `previous`'s values), then
 /// `starts` Sobol starts, the best `refinements` refined by quasi-Newton; above `screen_size`
