@@ -1,14 +1,17 @@
 //! Hyperparameter fitting (`kernel_bandits::hyper`), d = 3, Matérn 5/2, uniform points of
 //! [0, 1]³ with targets sin(3x₀) + x₁x₂ + 0.1ε: the log marginal likelihood with its gradient
 //! (one Cholesky, K⁻¹ by triangular solves, t²/2 kernel gradients) at t = 50, 200, 500, and
-//! one full `fit_hyperparameters` (shared ℓ and σ fitted, default options: 32 Sobol starts,
-//! 3 refinements) at t = 50 and 200.
+//! one full `fit_hyperparameters` (shared ℓ and σ fitted, default options: MAP, 12 Sobol
+//! starts besides the deterministic ones, 2 refinements, a 300-row screen) at t = 100, 300 and
+//! 1000, and the same with plain maximum likelihood at t = 100 and 300.
+//! `python/bench/fit_vs_botorch.py` compares the fit with BoTorch's.
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use kernel_bandits::hyper::{
-    FitOptions, FittedKernel, KernelFamily, fit_hyperparameters, log_marginal_likelihood_gradient,
+    FitOptions, FittedKernel, KernelFamily, Objective, fit_hyperparameters,
+    log_marginal_likelihood_gradient,
 };
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
@@ -47,10 +50,17 @@ fn fit(c: &mut Criterion) {
     let options = FitOptions::new().family(KernelFamily::Matern { nu: 2.5 });
     let mut group = c.benchmark_group("hyper_fit_matern2.5_d3");
     group.sample_size(10);
-    for t in [50, 200] {
+    for t in [100, 300, 1000] {
         let (xs, ys) = data(t);
-        group.bench_with_input(BenchmarkId::from_parameter(t), &t, |b, _| {
+        group.bench_with_input(BenchmarkId::new("map", t), &t, |b, _| {
             b.iter(|| black_box(fit_hyperparameters(&options, &xs, &ys).unwrap()))
+        });
+    }
+    let ml = options.objective(Objective::MaximumLikelihood);
+    for t in [100, 300] {
+        let (xs, ys) = data(t);
+        group.bench_with_input(BenchmarkId::new("ml", t), &t, |b, _| {
+            b.iter(|| black_box(fit_hyperparameters(&ml, &xs, &ys).unwrap()))
         });
     }
     group.finish();

@@ -365,7 +365,14 @@ class Fit:
         seed: int = 0,
         adaptive: bool = False,
         max_level: int = 40,
+        sigma: Optional[float] = None,
     ) -> Bound: ...
+    @property
+    def mean(self) -> float: ...
+    @property
+    def log_posterior(self) -> Optional[float]: ...
+    @property
+    def edge_report(self) -> Optional[str]: ...
     def to_bytes(self) -> bytes: ...
     @staticmethod
     def from_bytes(data: bytes) -> Fit: ...
@@ -383,9 +390,12 @@ def fit_hyperparameters(
     lengthscale_bounds: Optional[Tuple[float, float]] = None,
     noise_bounds: Optional[Tuple[float, float]] = None,
     variance_bounds: Optional[Tuple[float, float]] = None,
-    starts: int = 32,
-    refinements: int = 3,
+    starts: int = 12,
+    refinements: int = 2,
     seed: int = 0,
+    objective: Literal["map", "ml"] = "map",
+    screen_size: int = 150,
+    previous: Optional[Fit] = None,
 ) -> Fit: ...
 
 @final

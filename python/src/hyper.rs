@@ -5,7 +5,7 @@
 use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::hyper::{
     Fit as RsFit, FitOptions, FittedKernel as RsFitted, HyperParameter, KernelFamily, LengthScales,
-    Noise, NoiseEstimate as RsNoiseEstimate, NoiseVerdict, OutputVariance,
+    Noise, NoiseEstimate as RsNoiseEstimate, NoiseVerdict, Objective, OutputVariance,
     ReplicateEstimate as RsReplicate, ResidualEstimate as RsResidual,
 };
 use kernel_bandits::points::Points;
@@ -14,7 +14,7 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::arrays::{elements, matrix, rows, vector};
+use crate::arrays::{elements, matrix, rows, targets};
 use crate::bounds::{PyAnyBound, PyBound, adaptive};
 use crate::errors::{InvalidParameterError, OrRaise, UnsupportedError};
 use crate::kernels::{AnyKernel, Kernel, family, fitted_repr};
@@ -45,7 +45,8 @@ fn with_data<T: Send>(
 ) -> PyResult<T> {
     let xa = matrix(x, "x")?;
     let (data, dim) = rows(&xa);
-    let ya = vector(y, "y")?;
+    // Targets as the agents take them: a vector, or an (n, 1) column.
+    let ya = targets(y, "y")?;
     let ys = elements(&ya);
     py.detach(|| f(&Points::from_row_major(data, dim)?, ys))
         .or_raise()
@@ -126,10 +127,16 @@ impl LikelihoodGradient {
 }
 
 /// Fits the length-scale(s) ℓ, the noise standard deviation σ and optionally the output
-/// variance s² of an RBF or Matérn kernel to a warm-up set (the rows of `x`, targets `y`) by
-/// maximising the log marginal likelihood of a zero-mean GP: `starts` Sobol starts in the box
-/// of log-parameters, the best `refinements` refined by quasi-Newton (deterministic for a
-/// `seed`). Returns a `Fit`.
+/// variance s² of an RBF or Matérn kernel to a warm-up set (the rows of `x`, targets `y`).
+/// `objective="map"` (the default): the maximum a posteriori values on the standardised
+/// targets (y − mean)/sd under BoTorch's priors (ℓ/D ~ LogNormal(√2 + ½ ln d, √3), Hvarfner et
+/// al. 2024; the noise-to-signal ratio σ²/s² ~ LogNormal(−4, 1), on σ²/sd² when s² is fitted),
+/// returned in the units of `y`; targets `y` a vector or an (n, 1) column; `objective="ml"`: the
+/// maximum of the log marginal likelihood of `y` as given (zero mean, no prior). The search:
+/// deterministic starts (the priors' modes, data-informed values, `previous`'s values), then
+/// `starts` Sobol starts, the best `refinements` refined by quasi-Newton; above `screen_size`
+/// rows a spread subsample is searched first (deterministic for a `seed`). Returns a `Fit`.
+/// `previous`: a `Fit` whose values start the search (a refit during a run).
 ///
 /// `family` "matern" (with `nu`) or "rbf"; `per_dimension` one ℓ per coordinate; `noise` `None`
 /// fits σ, a number holds it fixed; `fit_variance` fits s² (otherwise s² = `variance`, 1 by
@@ -139,7 +146,7 @@ impl LikelihoodGradient {
 /// Use the fit only for observations *after* the warm-up: `Fit.bound` starts empty. The fitted
 /// σ is an estimate and may fall below the truth; B is not fitted (see `AdaptiveNorm`).
 #[pyfunction]
-#[pyo3(signature = (x, y, *, family = "matern", nu = 2.5, per_dimension = false, fit_variance = false, variance = 1.0, noise = None, lengthscale_bounds = None, noise_bounds = None, variance_bounds = None, starts = 32, refinements = 3, seed = 0))]
+#[pyo3(signature = (x, y, *, family = "matern", nu = 2.5, per_dimension = false, fit_variance = false, variance = 1.0, noise = None, lengthscale_bounds = None, noise_bounds = None, variance_bounds = None, starts = 12, refinements = 2, seed = 0, objective = "map", screen_size = 150, previous = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn fit_hyperparameters(
     py: Python<'_>,
@@ -157,7 +164,19 @@ pub fn fit_hyperparameters(
     starts: usize,
     refinements: usize,
     seed: u64,
+    objective: &str,
+    screen_size: usize,
+    previous: Option<Fit>,
 ) -> PyResult<Fit> {
+    let objective = match objective {
+        "map" => Objective::Map,
+        "ml" => Objective::MaximumLikelihood,
+        other => {
+            return Err(InvalidParameterError::new_err(format!(
+                "objective: expected \"map\" or \"ml\", got {other:?}"
+            )));
+        }
+    };
     let mut options = FitOptions::new()
         .family(self::family(family, nu)?)
         .lengthscales(if per_dimension {
@@ -173,7 +192,9 @@ pub fn fit_hyperparameters(
         .noise(noise.map_or(Noise::Fitted, Noise::Fixed))
         .starts(starts)
         .refinements(refinements)
-        .seed(seed);
+        .seed(seed)
+        .objective(objective)
+        .screen_size(screen_size);
     if let Some((lo, hi)) = lengthscale_bounds {
         options = options.lengthscale_bounds(lo, hi);
     }
@@ -184,8 +205,9 @@ pub fn fit_hyperparameters(
         options = options.variance_bounds(lo, hi);
     }
     options.check().or_raise()?;
-    let fit = with_data(py, x, y, |points, ys| {
-        kernel_bandits::hyper::fit_hyperparameters(&options, points, ys)
+    let fit = with_data(py, x, y, |points, ys| match &previous {
+        Some(previous) => previous.0.refit(&options, points, ys),
+        None => kernel_bandits::hyper::fit_hyperparameters(&options, points, ys),
     })?;
     Ok(Fit(fit))
 }
@@ -205,7 +227,7 @@ fn parameter_name(p: HyperParameter, per_dimension: bool) -> String {
 /// **Use them only for observations after D₀**: given D₀ the fitted values are fixed, which is
 /// all the bounds' theorems ask of their kernel and σ; feeding D₀ to the bound as well breaks
 /// that. `bound(...)` therefore returns an *empty* bound with the fitted kernel and σ. The
-/// fitted σ is an estimate (inflate it for a margin: `Dmm(fit.kernel, sigma=1.5 * fit.noise_sd)`),
+/// fitted σ is an estimate (inflate it for a margin: `fit.bound("dmm", sigma=1.5 * fit.noise_sd)`),
 /// and B is not fitted (`adaptive=True` doubles it when the data refute it).
 #[pyclass(frozen, module = "kernel_bandits")]
 #[derive(Debug, Clone)]
@@ -235,10 +257,27 @@ impl Fit {
     fn variance(&self) -> f64 {
         self.0.variance()
     }
-    /// The log marginal likelihood at the fitted values.
+    /// The log marginal likelihood at the fitted values, of the targets less `mean`.
     #[getter]
     fn log_likelihood(&self) -> f64 {
         self.0.log_likelihood()
+    }
+    /// The mean subtracted from the targets (MAP; 0.0 for `objective="ml"`).
+    #[getter]
+    fn mean(&self) -> f64 {
+        self.0.mean()
+    }
+    /// The log posterior in the standardised units of the search (MAP; `None` for
+    /// `objective="ml"`): comparable with BoTorch's `ExactMarginalLogLikelihood` × n.
+    #[getter]
+    fn log_posterior(&self) -> Option<f64> {
+        self.0.log_posterior()
+    }
+    /// A sentence naming each parameter on an edge of its search box, the edge and the value,
+    /// or `None`.
+    #[getter]
+    fn edge_report(&self) -> Option<String> {
+        self.0.edge_report()
     }
     /// Likelihood evaluations spent.
     #[getter]
@@ -287,8 +326,10 @@ impl Fit {
     /// the fitted σ, and B = `norm_bound`, δ = `delta`, c = `scale` (the crate's defaults when
     /// `None`; with `dims` and `horizon`, Flynn & Reeb 2024 §7's choices as in `make_bound`).
     /// With `adaptive=True` (DMM or CMM only) it is an `AdaptiveNorm` bound whose first guess is
-    /// `norm_bound`. Observe only data gathered after the warm-up.
-    #[pyo3(signature = (name, *, norm_bound = None, delta = None, scale = None, dims = None, horizon = None, seed = 0, adaptive = false, max_level = 40))]
+    /// `norm_bound`. Observe only data gathered after the warm-up. `sigma` replaces the fitted
+    /// σ (e.g. `sigma=1.5 * fit.noise_sd` for a margin over the estimate, which may fall below
+    /// the true noise scale).
+    #[pyo3(signature = (name, *, norm_bound = None, delta = None, scale = None, dims = None, horizon = None, seed = 0, adaptive = false, max_level = 40, sigma = None))]
     #[allow(clippy::too_many_arguments)]
     fn bound(
         &self,
@@ -302,7 +343,17 @@ impl Fit {
         seed: u64,
         adaptive: bool,
         max_level: u32,
+        sigma: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
+        let sigma = match sigma {
+            Some(s) if !(s.is_finite() && s > 0.0) => {
+                return Err(InvalidParameterError::new_err(format!(
+                    "Fit.bound: sigma = {s} is not a finite number > 0"
+                )));
+            }
+            Some(s) => s,
+            None => self.0.noise_sd(),
+        };
         let kind: BoundKind = name
             .parse()
             .map_err(kernel_bandits::Error::from)
@@ -317,7 +368,7 @@ impl Fit {
                 ));
             }
         };
-        let mut params = self.0.bound_params(config.params);
+        let mut params = config.params.sigma(sigma);
         if let Some(b) = norm_bound {
             params = params.norm_bound(b);
         }
@@ -328,10 +379,11 @@ impl Fit {
             params = params.scale(c);
         }
         config = config.params(params).seed(seed);
-        config.sketch = config.sketch.sigma(self.0.noise_sd());
+        config.sketch = config.sketch.sigma(sigma);
         let plain = kind.build(kernel, &config).or_raise()?;
         let mut spec = format!("Fit.bound({:?}", kind.name());
         for (key, value) in [
+            ("sigma", (sigma != self.0.noise_sd()).then_some(sigma)),
             ("norm_bound", norm_bound),
             ("delta", delta),
             ("scale", scale),

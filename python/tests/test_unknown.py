@@ -167,10 +167,12 @@ def test_fit_recovers_the_lengthscale_and_noise_of_a_gp_sample(family, nu):
     x = rng.random((200, 2))
     _, y = gp_sample(rng, x, family, nu, 0.3, 0.1)
     kw = {"family": family} if nu is None else {"family": family, "nu": nu}
+    kw["objective"] = "ml"
     fit = kb.fit_hyperparameters(x, y, **kw)
     assert fit.lengthscales[0] == pytest.approx(0.3, rel=0.25)
     assert fit.noise_sd == pytest.approx(0.1, rel=0.15)
-    assert fit.variance == 1.0 and fit.observations == 200 and fit.evaluations >= 32
+    assert fit.variance == 1.0 and fit.observations == 200 and fit.evaluations >= 12
+    assert fit.mean == 0.0 and fit.log_posterior is None
     assert not fit.on_box_edge and fit.at_lower == [] and fit.at_upper == []
     # The reported likelihood is the formula's at the fitted values, and a local maximum.
     best = lml(x, y, family, nu, fit.lengthscales[0], 1.0, fit.noise_sd)
@@ -180,6 +182,62 @@ def test_fit_recovers_the_lengthscale_and_noise_of_a_gp_sample(family, nu):
         assert lml(x, y, family, nu, fit.lengthscales[0], 1.0, fit.noise_sd * factor) < best
     assert isinstance(fit.kernel, kb.FittedKernel) and fit.kernel.family == family
     assert kb.fit_hyperparameters(x, y, **kw).log_likelihood == fit.log_likelihood  # deterministic
+
+
+def test_map_fit_on_few_points_stays_off_the_edges_and_bound_takes_sigma():
+    # 8 points of a 3-D GP sample (σ = 0.1), with an offset and a scale: the default MAP fit
+    # keeps σ off its floor, reports the mean it subtracted and the likelihood of y − mean.
+    rng = np.random.default_rng(11)
+    x = rng.random((8, 3))
+    _, y = gp_sample(rng, x, "matern", 2.5, 0.4, 0.1)
+    y = 5.0 + 2.0 * y
+    fit = kb.fit_hyperparameters(x, y)
+    assert not fit.on_box_edge and fit.edge_report is None
+    assert fit.mean == pytest.approx(y.mean(), rel=1e-12)
+    best = lml(x, y - fit.mean, "matern", 2.5, fit.lengthscales[0], 1.0, fit.noise_sd)
+    assert fit.log_likelihood == pytest.approx(best, rel=1e-9)
+    assert fit.log_posterior is not None
+    ml = kb.fit_hyperparameters(x, y - y.mean(), objective="ml")
+    assert ml.log_posterior is None
+    with pytest.raises(kb.InvalidParameterError):
+        kb.fit_hyperparameters(x, y, objective="bayes")
+    # Fit.bound takes σ (it raised TypeError): the same as the bound built by hand with it.
+    sigma = 1.5 * fit.noise_sd
+    bound = fit.bound("dmm", norm_bound=2.0, sigma=sigma)
+    reference = kb.Dmm(fit.kernel, sigma=sigma, norm_bound=2.0)
+    later, probe = rng.random((6, 3)), rng.random((5, 3))
+    bound.observe_many(later, later[:, 0])
+    reference.observe_many(later, later[:, 0])
+    for a, b in zip(bound.bounds(probe), reference.bounds(probe)):
+        assert np.array_equal(a, b)
+    with pytest.raises(kb.InvalidParameterError, match="sigma"):
+        fit.bound("dmm", sigma=-1.0)
+    # A refit starts from the previous values.
+    again = kb.fit_hyperparameters(x, y, previous=fit)
+    assert again.log_posterior == pytest.approx(fit.log_posterior, rel=1e-9)
+
+
+def test_fit_and_likelihood_take_column_targets_and_one_element_arrays_raise_typed_errors(rng):
+    # y as an (n, 1) column, as the agents take it: the same fit and likelihood as the vector.
+    x = rng.random((12, 2))
+    _, y = gp_sample(rng, x, "matern", 2.5, 0.3, 0.1)
+    column = y.reshape(-1, 1)
+    by_column, by_vector = kb.fit_hyperparameters(x, column), kb.fit_hyperparameters(x, y)
+    assert np.array_equal(by_column.lengthscales, by_vector.lengthscales)
+    assert by_column.noise_sd == by_vector.noise_sd
+    assert by_column.log_posterior == by_vector.log_posterior
+    kernel = kb.FittedKernel(0.3, family="matern", nu=2.5)
+    assert kb.log_marginal_likelihood(kernel, x, column, 0.1) == kb.log_marginal_likelihood(
+        kernel, x, y, 0.1
+    )
+    # One observation, as a 1-element array, a (1, 1) column or a list: the package's error
+    # (a fit needs two observations), not numpy's.
+    for one in (np.array([0.5]), np.array([[0.5]]), [0.5]):
+        with pytest.raises(kb.InvalidParameterError, match="at least 2 observations"):
+            kb.fit_hyperparameters(x[:1], one)
+    # Other shapes are a DimensionError.
+    with pytest.raises(kb.DimensionError):
+        kb.fit_hyperparameters(x, np.stack([y, y], axis=1))
 
 
 def test_fit_options(rng):
@@ -192,6 +250,8 @@ def test_fit_options(rng):
     # A box that excludes the truth: the fit ends on its edge and says which.
     edge = kb.fit_hyperparameters(x, y, lengthscale_bounds=(2.0, 5.0), noise_bounds=(0.01, 0.02))
     assert edge.on_box_edge and edge.at_lower == ["lengthscale"] and edge.at_upper == ["noise_sd"]
+    assert "lengthscale[0] = 2 is on the lower edge" in edge.edge_report
+    assert "noise_sd (σ) = 0.02 is on the upper edge" in edge.edge_report
     assert edge.lengthscales[0] == pytest.approx(2.0) and edge.noise_sd == pytest.approx(0.02)
     edge_ard = kb.fit_hyperparameters(x, y, per_dimension=True, lengthscale_bounds=(2.0, 5.0))
     assert set(edge_ard.at_lower) >= {"lengthscale[0]", "lengthscale[1]"}

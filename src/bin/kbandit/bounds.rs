@@ -7,7 +7,8 @@ use clap::Args;
 use kernel_bandits::Result;
 use kernel_bandits::bound::{AdaptiveNorm, AnyBound, BoundConfig, BoundKind};
 use kernel_bandits::hyper::{
-    FitOptions, KernelFamily, NoiseEstimate, NoiseVerdict, estimate_noise, fit_hyperparameters,
+    FitOptions, KernelFamily, Noise, NoiseEstimate, NoiseVerdict, estimate_noise,
+    fit_hyperparameters,
 };
 use kernel_bandits::prelude::*;
 
@@ -52,9 +53,11 @@ pub struct BoundsArgs {
     /// η for IGP-UCB (the paper's 2/T with T = 1000).
     #[arg(long, default_value_t = 0.002, allow_negative_numbers = true)]
     eta: f64,
-    /// Fit the length-scale ℓ and the noise σ by marginal likelihood (family from `--kernel`
-    /// and `--nu`, output scale 1) on the observations (the first `--warmup` rows if given),
-    /// print them to stderr and use them instead of `--lengthscale` and `--sigma`.
+    /// Fit the length-scale ℓ and the noise σ (maximum a posteriori under the priors of
+    /// `kernel_bandits::hyper`; family from `--kernel` and `--nu`, output scale 1) on the
+    /// observations (the first `--warmup` rows if given), print them to stderr and use them
+    /// instead of `--lengthscale` and `--sigma`. With `--sigma` given as well, σ is held at it
+    /// and only ℓ is fitted.
     #[arg(long)]
     fit: bool,
     /// With `--fit`: fit on the first N rows and bound with the rest only. Without it the bound
@@ -298,7 +301,7 @@ fn header_only(path: &Path) -> std::result::Result<Option<usize>, String> {
 ///
 /// # Errors
 /// A one-line message naming the file and line where the problem is.
-pub fn run(args: &BoundsArgs) -> std::result::Result<bool, String> {
+pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, String> {
     let family = if args.fit { Some(family(args)?) } else { None };
     if let Some(b) = args.adaptive_norm
         && !(b.is_finite() && b > 0.0)
@@ -350,20 +353,22 @@ pub fn run(args: &BoundsArgs) -> std::result::Result<bool, String> {
                     data.rows()
                 ));
             }
-            let options = FitOptions::new().family(family);
+            let mut options = FitOptions::new().family(family);
+            if sigma_given {
+                options = options.noise(Noise::Fixed(args.assumptions.sigma));
+            }
             let fit = fit_hyperparameters(&options, &inputs[..warmup], &targets[..warmup])
                 .map_err(|e| format!("--fit on the first {warmup} rows of {data_name}: {e}"))?;
             eprintln!(
-                "fitted on {warmup} observations: lengthscale = {}, sigma = {}, log marginal likelihood = {:.6}{}",
+                "fitted on {warmup} observations: lengthscale = {}, sigma = {}{}, log marginal likelihood = {:.6}",
                 fit.lengthscales()[0],
                 fit.noise_sd(),
+                if sigma_given { " (--sigma, held)" } else { "" },
                 fit.log_likelihood(),
-                if fit.on_box_edge() {
-                    " (a parameter is at the edge of its search box)"
-                } else {
-                    ""
-                }
             );
+            if let Some(report) = fit.edge_report() {
+                eprintln!("warning: --fit: {report}");
+            }
             if args.warmup.is_none() {
                 eprintln!(
                     "warning: the bound reuses the observations ℓ and σ were fitted on, so its \

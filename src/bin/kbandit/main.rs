@@ -30,7 +30,8 @@ mod table;
 
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use kernel_bandits::bound::{BoundKind, BoundParams, UnknownBound};
 
 /// Confidence bounds for kernel bandits and sequential kernel regression.
@@ -98,9 +99,14 @@ impl Assumptions {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Whether `--sigma` was typed (not its default): `bounds --fit` then holds σ at it.
+    let sigma_given = matches
+        .subcommand_matches("bounds")
+        .is_some_and(|m| m.value_source("sigma") == Some(ValueSource::CommandLine));
     let result = match cli.command {
-        Command::Bounds(args) => match bounds::run(&args) {
+        Command::Bounds(args) => match bounds::run(&args, sigma_given) {
             Ok(false) => return ExitCode::from(bounds::EXIT_MISSPECIFIED),
             other => other.map(|_| ()),
         },
