@@ -500,3 +500,111 @@ fn refuted_assumptions_warn_and_exit_3_unless_allowed() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// `--certify`: the certificate line against the CSV the same run printed — the row of largest
+/// LCB (an exact tie, the first query point repeated at the end, goes to the first), the largest
+/// UCB over the rows and their difference, with the file's line numbers; a line that says it is
+/// an estimate under `--adaptive-norm`; no certificate when the data refute the assumptions.
+#[test]
+fn certify_prints_the_certificate_of_the_printed_bounds() {
+    let dir = scratch_dir("certify");
+    let data = write(&dir, "obs.csv", OBSERVATIONS);
+    let query = write(
+        &dir,
+        "points.csv",
+        "x1,x2\n0.1,0.2\n0.5,0.5\n1.0,0.0\n0.1,0.2\n",
+    );
+    let args = [
+        "--lengthscale",
+        "0.4",
+        "--sigma",
+        "0.2",
+        "--norm-bound",
+        "3",
+        "--certify",
+    ];
+    for bound in ["amm", "dmm", "cmm"] {
+        let out = bounds(&data, &query, "rbf", bound, &args);
+        let stderr = String::from_utf8(out.stderr.clone()).unwrap();
+        assert!(out.status.success(), "{bound}: {stderr}");
+        let rows = parse_output(&out.stdout);
+        let first_max = |column: usize| {
+            (1..rows.len()).fold(0, |best, j| {
+                if rows[j][column] > rows[best][column] {
+                    j
+                } else {
+                    best
+                }
+            })
+        };
+        let (best, top) = (first_max(1), first_max(2));
+        assert_eq!(rows[0], rows[3], "{bound}: the repeated point");
+        assert_ne!(best, 3, "{bound}");
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with("certificate: "))
+            .unwrap_or_else(|| panic!("{bound}: no certificate in {stderr}"));
+        let q = query.display();
+        let want = format!(
+            "certificate: recommended row {} ({q}:{}), lcb = {}, ucb = {}; max ucb = {} at row {} \
+             ({q}:{}); gap = {} (with probability ≥ 1 − δ = 0.99,",
+            best + 1,
+            best + 2,
+            rows[best][1],
+            rows[best][2],
+            rows[top][2],
+            top + 1,
+            top + 2,
+            rows[top][2] - rows[best][1],
+        );
+        assert!(line.starts_with(&want), "{bound}:\n{line}\nwanted\n{want}");
+    }
+    // B learnt from the data: the line says that it is an estimate.
+    let out = bounds(
+        &data,
+        &query,
+        "rbf",
+        "dmm",
+        &[
+            "--lengthscale",
+            "0.4",
+            "--sigma",
+            "0.2",
+            "--adaptive-norm",
+            "0.5",
+            "--certify",
+        ],
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "(an estimate, not a guarantee: B was learnt from the data by --adaptive-norm)"
+        ),
+        "{stderr}"
+    );
+    // Refuted: the warning, exit 3, and no certificate.
+    let refuted = write(
+        &dir,
+        "refuted.csv",
+        "x1,x2,y\n0.1,0.2,5\n0.6,0.6,-5\n0.9,0.3,5\n0.3,0.9,-5\n",
+    );
+    let out = bounds(
+        &refuted,
+        &query,
+        "rbf",
+        "cmm",
+        &[
+            "--lengthscale",
+            "0.5",
+            "--sigma",
+            "0.01",
+            "--norm-bound",
+            "0.01",
+            "--certify",
+        ],
+    );
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(!stderr.contains("certificate:"), "{stderr}");
+}

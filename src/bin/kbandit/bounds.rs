@@ -78,6 +78,14 @@ pub struct BoundsArgs {
     /// without this flag such a run exits with status 3 (after writing its output).
     #[arg(long)]
     allow_crossed: bool,
+    /// Treat the query points as the arms of a decision and print to stderr, after the bounds,
+    /// the certified recommendation: the row with the largest LCB, the largest UCB over the rows
+    /// and the gap between them, which bounds how much better the best row is than the
+    /// recommended one, with probability ≥ 1 − δ, whenever σ, B and the kernel were fixed before
+    /// the data (not with `--adaptive-norm`, nor with `--fit` without `--warmup`: the line says
+    /// so). Nothing is certified when the data refute the assumptions.
+    #[arg(long)]
+    certify: bool,
 }
 
 /// The exit status of `kbandit bounds` when the data refute the assumptions (see
@@ -450,6 +458,54 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
             );
             Ok(args.allow_crossed)
         }
-        None => Ok(true),
+        None => {
+            if args.certify {
+                print_certificate(bound, &points, &query, args)?;
+            }
+            Ok(true)
+        }
     }
+}
+
+/// The `--certify` line: the certificate of [`kernel_bandits::decide::certify`] over the query
+/// rows, with the file's line numbers, and whether it carries the guarantee.
+fn print_certificate(
+    bound: &dyn ConfidenceBound,
+    points: &Points<'_>,
+    query: &Table,
+    args: &BoundsArgs,
+) -> std::result::Result<(), String> {
+    let c = kernel_bandits::decide::certify(bound, points)
+        .map_err(|e| format!("{}: --certify: {e}", args.query.display()))?;
+    let heuristic = if args.adaptive_norm.is_some() {
+        Some("B was learnt from the data by --adaptive-norm")
+    } else if args.fit && args.warmup.is_none() {
+        Some("the bound reuses the rows ℓ and σ were fitted on")
+    } else {
+        None
+    };
+    let r = &c.recommendation;
+    eprintln!(
+        "certificate: recommended row {} ({}:{}), lcb = {}, ucb = {}; max ucb = {} at row {} ({}:{}); \
+         gap = {}{}",
+        r.index + 1,
+        args.query.display(),
+        query.lines[r.index],
+        r.lcb,
+        r.ucb,
+        c.upper,
+        c.upper_index + 1,
+        args.query.display(),
+        query.lines[c.upper_index],
+        c.gap,
+        match heuristic {
+            None => format!(
+                " (with probability ≥ 1 − δ = {}, the best row is at most gap better than the \
+                 recommended one)",
+                1.0 - args.assumptions.delta
+            ),
+            Some(why) => format!(" (an estimate, not a guarantee: {why})"),
+        }
+    );
+    Ok(())
 }
