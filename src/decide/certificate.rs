@@ -2,7 +2,7 @@
 //! max UCB − LCB(x̂) (see the [module documentation](super) for what it guarantees).
 
 use crate::agent::Recommendation;
-use crate::bound::{Bounds, ConfidenceBound};
+use crate::bound::{Bounds, CheckedBounds, ConfidenceBound};
 use crate::error::{Error, Result};
 use crate::points::{AsPoints, Points};
 
@@ -66,17 +66,44 @@ where
     if arms.is_empty() {
         return Err(Error::NoArms);
     }
-    let bounds = checked(bound, &arms)?;
-    let best = argmax(&bounds.lcb);
-    let top = argmax(&bounds.ucb);
-    Ok(certificate(
-        &arms,
-        &bounds,
-        best,
-        bounds.lcb[best],
-        (bounds.ucb[top], top),
-        bound.len(),
-    ))
+    RegretCertificate::from_checked(&arms, &bound.evaluate_checked(&arms)?, bound.len())
+}
+
+impl RegretCertificate {
+    /// The certificate of [`certify`] from values already computed:
+    /// `checked` = [`ConfidenceBound::evaluate_checked`] at `arms` of a bound that had absorbed
+    /// `observations` values (so that a caller who needs the bounds too evaluates them once).
+    ///
+    /// # Errors
+    /// [`Error::NoArms`] for no arms, [`Error::LengthMismatch`] if `checked` does not hold one
+    /// value per arm, [`Error::Refuted`] as [`certify`].
+    pub fn from_checked(
+        arms: &Points<'_>,
+        checked: &CheckedBounds,
+        observations: usize,
+    ) -> Result<Self> {
+        if arms.is_empty() {
+            return Err(Error::NoArms);
+        }
+        if checked.bounds.len() != arms.len() {
+            return Err(Error::LengthMismatch {
+                what: "bounds per arm",
+                expected: arms.len(),
+                got: checked.bounds.len(),
+            });
+        }
+        let bounds = refuse_refuted(checked)?;
+        let best = argmax(&bounds.lcb);
+        let top = argmax(&bounds.ucb);
+        Ok(certificate(
+            arms,
+            bounds,
+            best,
+            bounds.lcb[best],
+            (bounds.ucb[top], top),
+            observations,
+        ))
+    }
 }
 
 /// The certificate of the bounds intersected over time on a fixed finite domain: after each
@@ -149,7 +176,8 @@ impl Certifier {
     /// UCB at some arm (impossible on the event E). The certifier is unchanged on error.
     pub fn update<B: ConfidenceBound + ?Sized>(&mut self, bound: &B) -> Result<RegretCertificate> {
         let arms = Points::from_row_major(&self.arms, self.dim)?;
-        let bounds = checked(bound, &arms)?;
+        let checked = bound.evaluate_checked(&arms)?;
+        let bounds = refuse_refuted(&checked)?;
         if let Some(j) = (0..arms.len()).find(|&j| self.lower[j] > bounds.ucb[j]) {
             return Err(Error::Refuted {
                 what: format!(
@@ -186,7 +214,7 @@ impl Certifier {
         let best = argmax(&self.lower);
         Ok(certificate(
             &arms,
-            &bounds,
+            bounds,
             best,
             self.lower[best],
             upper,
@@ -195,13 +223,12 @@ impl Certifier {
     }
 }
 
-/// The bound's values at `arms`, or [`Error::Refuted`] if they refute its assumptions.
-fn checked<B: ConfidenceBound + ?Sized>(bound: &B, arms: &Points<'_>) -> Result<Bounds> {
-    let checked = bound.evaluate_checked(arms)?;
-    if let Some(what) = checked.describe() {
-        return Err(Error::Refuted { what });
+/// The values, or [`Error::Refuted`] if they refute the bound's assumptions.
+fn refuse_refuted(checked: &CheckedBounds) -> Result<&Bounds> {
+    match checked.describe() {
+        Some(what) => Err(Error::Refuted { what }),
+        None => Ok(&checked.bounds),
     }
-    Ok(checked.bounds)
 }
 
 /// The lowest index of the largest value (the values are finite: [`checked`] refuses NaN).

@@ -27,6 +27,21 @@ fn gram(kernel: &impl Kernel, xs: &[Vec<f64>]) -> DMatrix<f64> {
     DMatrix::from_fn(xs.len(), xs.len(), |i, j| kernel.eval(&xs[i], &xs[j]))
 }
 
+/// AMM, DMM and CMM with the adaptive (default) scale and this module's σ, B and δ.
+fn default_bounds(
+    kernel: Matern,
+) -> kernel_bandits::Result<(Amm<Matern>, Dmm<Matern>, Cmm<Matern>)> {
+    let params = BoundParams::new()
+        .sigma(SIGMA)
+        .norm_bound(NORM_BOUND)
+        .delta(DELTA);
+    Ok((
+        Amm::new(kernel, params)?,
+        Dmm::new(kernel, params)?,
+        Cmm::new(kernel, params)?,
+    ))
+}
+
 /// f = Σⱼ wⱼ k(zⱼ, ·) with `count` centres zⱼ uniform on [0, 1]^`dim` (drawn first, row by
 /// row) and standard normal weights wⱼ, scaled to ‖f‖_H = `norm` (‖f‖²_H = wᵀ K_Z w, the Gram
 /// matrix of the centres built by hand).
@@ -130,15 +145,7 @@ fn sequence() -> (Vec<Vec<f64>>, Vec<f64>) {
 #[test]
 fn adaptive_radius_is_the_grid_minimum_after_every_observation() -> kernel_bandits::Result<()> {
     let kernel = Matern::new(2.5, 0.3)?;
-    let params = BoundParams::new()
-        .sigma(SIGMA)
-        .norm_bound(NORM_BOUND)
-        .delta(DELTA);
-    let (mut amm, mut dmm, mut cmm) = (
-        Amm::new(kernel, params)?,
-        Dmm::new(kernel, params)?,
-        Cmm::new(kernel, params)?,
-    );
+    let (mut amm, mut dmm, mut cmm) = default_bounds(kernel)?;
     let (xs, ys) = sequence();
     let mut amm_choice = SCALE_GRID.len() - 1;
     for t in 1..=xs.len() {
@@ -218,15 +225,7 @@ fn adaptive_radius_is_the_grid_minimum_after_every_observation() -> kernel_bandi
 #[test]
 fn adaptive_orderings_hold() -> kernel_bandits::Result<()> {
     let kernel = Matern::new(1.5, 0.25)?;
-    let params = BoundParams::new()
-        .sigma(SIGMA)
-        .norm_bound(NORM_BOUND)
-        .delta(DELTA);
-    let (mut amm, mut dmm, mut cmm) = (
-        Amm::new(kernel, params)?,
-        Dmm::new(kernel, params)?,
-        Cmm::new(kernel, params)?,
-    );
+    let (mut amm, mut dmm, mut cmm) = default_bounds(kernel)?;
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let f = kernel_sum(&kernel, 8, 2, NORM_BOUND / 2.0, &mut rng);
     let queries: Vec<[f64; 2]> = (0..50)

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use kernel_bandits::Result;
-use kernel_bandits::bound::{AdaptiveNorm, AnyBound, BoundConfig, BoundKind};
+use kernel_bandits::bound::{AdaptiveNorm, AnyBound, BoundConfig, BoundKind, CheckedBounds};
+use kernel_bandits::decide::RegretCertificate;
 use kernel_bandits::hyper::{
     FitOptions, KernelFamily, Noise, NoiseEstimate, NoiseVerdict, estimate_noise,
     fit_hyperparameters,
@@ -460,7 +461,7 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
         }
         None => {
             if args.certify {
-                print_certificate(bound, &points, &query, args)?;
+                print_certificate(&checked, bound.len(), &points, &query, args)?;
             }
             Ok(true)
         }
@@ -468,14 +469,16 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
 }
 
 /// The `--certify` line: the certificate of [`kernel_bandits::decide::certify`] over the query
-/// rows, with the file's line numbers, and whether it carries the guarantee.
+/// rows, from the bounds already evaluated, with the file's line numbers, and whether it carries
+/// the guarantee.
 fn print_certificate(
-    bound: &dyn ConfidenceBound,
+    checked: &CheckedBounds,
+    observations: usize,
     points: &Points<'_>,
     query: &Table,
     args: &BoundsArgs,
 ) -> std::result::Result<(), String> {
-    let c = kernel_bandits::decide::certify(bound, points)
+    let c = RegretCertificate::from_checked(points, checked, observations)
         .map_err(|e| format!("{}: --certify: {e}", args.query.display()))?;
     let heuristic = if args.adaptive_norm.is_some() {
         Some("B was learnt from the data by --adaptive-norm")
