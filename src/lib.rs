@@ -101,6 +101,7 @@ pub mod points;
 pub mod posterior;
 pub mod prelude;
 mod rng;
+pub mod safe;
 #[cfg(feature = "serde")]
 pub mod snapshot;
 

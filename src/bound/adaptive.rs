@@ -396,6 +396,10 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
         self.inner.name()
     }
 
+    fn learns_norm(&self) -> bool {
+        true
+    }
+
     /// Absorbs the observation, then moves up while the data refute the level.
     fn observe(&mut self, x: &[f64], y: f64) -> Result<()> {
         self.inner.observe(x, y)?;

@@ -559,6 +559,13 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         })
     }
 
+    /// Whether B is learnt from the data ([`AdaptiveNorm`]): such a bound is not valid until B
+    /// has grown to ‖f‖_H, which the data never confirm, so it must not certify safety
+    /// ([`crate::safe`] refuses it for constraints). `false` for every bound whose B is given.
+    fn learns_norm(&self) -> bool {
+        false
+    }
+
     /// Mean, LCB and UCB at each point.
     ///
     /// # Errors
@@ -881,6 +888,9 @@ macro_rules! forward_bound {
             }
             fn observe_many(&mut self, points: &Points<'_>, targets: &[f64]) -> Result<()> {
                 (**self).observe_many(points, targets)
+            }
+            fn learns_norm(&self) -> bool {
+                (**self).learns_norm()
             }
             fn diagnostics(&self) -> Diagnostics {
                 (**self).diagnostics()

@@ -49,6 +49,7 @@ mod posterior_consistency;
 mod python_quickstart_fixture;
 mod refit;
 mod regret;
+mod safe;
 mod select_in;
 mod sketched;
 mod snapshot;
