@@ -115,6 +115,9 @@ impl ConfidenceBound for PyAnyBound {
             }
         }
     }
+    fn learns_norm(&self) -> bool {
+        each_bound!(self, b => b.learns_norm())
+    }
     fn diagnostics(&self) -> RsDiagnostics {
         each_bound!(self, b => b.diagnostics())
     }

@@ -19,6 +19,7 @@ mod errors;
 mod hyper;
 mod kernels;
 mod optimise;
+mod safe;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -40,6 +41,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     envs::register(m)?;
     optimise::register(m)?;
     decide::register(m)?;
+    safe::register(m)?;
     m.add_function(wrap_pyfunction!(arrays::_conversions, m)?)?;
     Ok(())
 }
