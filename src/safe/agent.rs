@@ -70,7 +70,9 @@ pub struct SafeRecommendation {
 /// and in either direction. The test therefore computes it exactly: a copy of each constraint's
 /// bound absorbs (x, u_t^{g_i}(x)) and is evaluated at the points outside S_t, whose new lower
 /// ends are max(ℓ_t^{g_i}(x'), LCB'(x')). A copy whose confidence set the optimistic value
-/// empties (the value is then impossible under the assumptions) expands nothing. The test is
+/// empties (the value is then impossible under the assumptions) expands nothing, and a point
+/// whose running upper end u_t^{g_i}(x') is already below h_i is not counted (it is unsafe on
+/// the event, so only a contradiction of the event could make it "safe"). The test is
 /// run only where it can change the choice: for the points of S_t \ M_t wider than the widest
 /// maximiser, widest first, stopping at the first expander.
 ///
@@ -334,45 +336,48 @@ impl<F: ConfidenceBound + Clone, G: ConfidenceBound + Clone> SafeAgent<F, G> {
         let points = self.candidates();
         let x = points.to_vec(j);
         // The points outside S_t that could still enter it.
-        let mut open: Vec<usize> = (0..self.safe.len()).filter(|&k| !self.safe[k]).collect();
+        let mut open: Vec<bool> = self.safe.iter().map(|&s| !s).collect();
         for (i, g) in self.constraints.iter().enumerate() {
             let h = self.thresholds[i];
             let running = &self.constraint_intervals[i];
-            // Points already safe for constraint i need nothing from it.
-            let needs: Vec<usize> = open
-                .iter()
-                .copied()
-                .filter(|&k| !certainly_at_least(running.lower()[k], h))
-                .collect();
+            let mut needs = Vec::new();
+            for k in 0..open.len() {
+                // Points already safe for constraint i need nothing from it. A point whose
+                // running upper end is below h_i is unsafe on the event: it could only "enter"
+                // the safe set through a lower bound above its own upper bound, which the event
+                // excludes, so it is left out.
+                if !open[k] || certainly_at_least(running.lower()[k], h) {
+                    continue;
+                }
+                if running.upper()[k] < h {
+                    open[k] = false;
+                } else {
+                    needs.push(k);
+                }
+            }
             if needs.is_empty() {
+                if !open.contains(&true) {
+                    return Ok(false);
+                }
                 continue;
             }
             let mut copy = g.clone();
             copy.observe(&x, running.upper()[j])?;
             let rows: Vec<f64> = needs.iter().flat_map(|&k| points.to_vec(k)).collect();
             let checked = copy.evaluate_checked(&Points::from_row_major(&rows, self.dim)?)?;
-            let fixed: Vec<bool> = if checked.misspecified() {
-                // The optimistic value is impossible under the assumptions: no expansion.
-                vec![false; needs.len()]
-            } else {
-                needs
-                    .iter()
-                    .zip(&checked.bounds.lcb)
-                    .map(|(&k, &l)| certainly_at_least(running.lower()[k].max(l), h))
-                    .collect()
-            };
-            let failed: Vec<usize> = needs
-                .iter()
-                .zip(&fixed)
-                .filter(|(_, ok)| !**ok)
-                .map(|(&k, _)| k)
-                .collect();
-            open.retain(|k| !failed.contains(k));
-            if open.is_empty() {
+            // A copy whose set the optimistic value empties (a value impossible under the
+            // assumptions) expands nothing.
+            let misspecified = checked.misspecified();
+            for (&k, &l) in needs.iter().zip(&checked.bounds.lcb) {
+                if misspecified || !certainly_at_least(running.lower()[k].max(l), h) {
+                    open[k] = false;
+                }
+            }
+            if !open.contains(&true) {
                 return Ok(false);
             }
         }
-        Ok(!open.is_empty())
+        Ok(open.contains(&true))
     }
 
     /// The expanders G_t, as candidate indices in increasing order (one expander test per

@@ -141,7 +141,8 @@ impl Reference {
             .collect()
     }
 
-    /// Whether observing g(x_j) = u^g(x_j) would make some unsafe candidate safe.
+    /// Whether observing g(x_j) = u^g(x_j) would make some candidate outside the safe set, not
+    /// already known to be unsafe, safe.
     fn is_expander(
         &self,
         j: usize,
@@ -156,7 +157,9 @@ impl Reference {
         xs.push(candidates[j].clone());
         gs.push(self.g_hi[j]);
         let after = dense_amm(kernel, &xs, &gs, candidates);
-        (0..candidates.len()).any(|k| !self.safe[k] && self.g_lo[k].max(after[k].0) >= h)
+        // Candidates already known unsafe (u^g < h) are not counted, as documented.
+        (0..candidates.len())
+            .any(|k| !self.safe[k] && self.g_hi[k] >= h && self.g_lo[k].max(after[k].0) >= h)
     }
 
     fn widths(&self) -> Vec<f64> {
