@@ -341,16 +341,16 @@ impl<F: ConfidenceBound + Clone, G: ConfidenceBound + Clone> SafeAgent<F, G> {
             let h = self.thresholds[i];
             let running = &self.constraint_intervals[i];
             let mut needs = Vec::new();
-            for k in 0..open.len() {
+            for (k, still) in open.iter_mut().enumerate() {
                 // Points already safe for constraint i need nothing from it. A point whose
                 // running upper end is below h_i is unsafe on the event: it could only "enter"
                 // the safe set through a lower bound above its own upper bound, which the event
                 // excludes, so it is left out.
-                if !open[k] || certainly_at_least(running.lower()[k], h) {
+                if !*still || certainly_at_least(running.lower()[k], h) {
                     continue;
                 }
                 if running.upper()[k] < h {
-                    open[k] = false;
+                    *still = false;
                 } else {
                     needs.push(k);
                 }
