@@ -8,6 +8,11 @@
 //! certainly at least a level when the lower end of its interval is — which gives SafeOpt's
 //! safe set {x : ℓ^g(x) ≥ h} and the level set's "above" class {x : ℓ(x) ≥ h − ε}.
 //!
+//! **Boxes.** Both agents work on a finite candidate set; for a box, pass a grid or
+//! space-filling points of it (e.g. [`crate::continuous::BoxDomain::space_filling`]). The
+//! guarantees are then for those candidates: every evaluated candidate is safe, every
+//! classified candidate is right to ε; nothing is claimed between them.
+//!
 //! # Why the guarantees hold at every round
 //!
 //! The bounds of this crate with σ, B and δ fixed before the data hold on one event E of
