@@ -177,15 +177,57 @@ impl Certifier {
     pub fn update<B: ConfidenceBound + ?Sized>(&mut self, bound: &B) -> Result<RegretCertificate> {
         let arms = Points::from_row_major(&self.arms, self.dim)?;
         let checked = bound.evaluate_checked(&arms)?;
-        let bounds = refuse_refuted(&checked)?;
+        self.update_checked(&checked, bound.len())
+    }
+
+    /// [`Certifier::update`] from values already computed: `checked` =
+    /// [`ConfidenceBound::evaluate_checked`] at [`Certifier::arms`] of the bound after it had
+    /// absorbed `observations` values — so that a loop that also needs the bounds to choose
+    /// its next arm (the largest UCB) evaluates them once per round. Valid under the same
+    /// condition as [`Certifier::update`]: every call passes the values of the same bound,
+    /// updated, with unchanged parameters.
+    ///
+    /// # Errors
+    /// [`Error::LengthMismatch`] if `checked` does not hold one value per arm; otherwise as
+    /// [`Certifier::update`]. The certifier is unchanged on error.
+    ///
+    /// # Examples
+    /// ```
+    /// use kernel_bandits::decide::Certifier;
+    /// use kernel_bandits::prelude::*;
+    /// let arms = [[0.0], [0.5], [1.0]];
+    /// let params = BoundParams::new().sigma(0.1).norm_bound(1.0).delta(0.01);
+    /// let mut bound = Dmm::new(Rbf::new(0.3)?, params)?;
+    /// let (mut once, mut twice) = (Certifier::new(&arms)?, Certifier::new(&arms)?);
+    /// for (x, y) in [(0.5, 0.4), (0.0, -0.1)] {
+    ///     bound.observe(&[x], y)?;
+    ///     let checked = bound.evaluate_checked(&once.arms())?;
+    ///     let next = checked.bounds.argmax_ucb()?; // the arm a UCB agent plays next
+    ///     assert!(next < 3);
+    ///     assert_eq!(once.update_checked(&checked, bound.len())?, twice.update(&bound)?);
+    /// }
+    /// # Ok::<(), kernel_bandits::Error>(())
+    /// ```
+    pub fn update_checked(
+        &mut self,
+        checked: &CheckedBounds,
+        observations: usize,
+    ) -> Result<RegretCertificate> {
+        let arms = Points::from_row_major(&self.arms, self.dim)?;
+        if checked.bounds.len() != arms.len() {
+            return Err(Error::LengthMismatch {
+                what: "bounds per arm",
+                expected: arms.len(),
+                got: checked.bounds.len(),
+            });
+        }
+        let bounds = refuse_refuted(checked)?;
         if let Some(j) = (0..arms.len()).find(|&j| self.lower[j] > bounds.ucb[j]) {
             return Err(Error::Refuted {
                 what: format!(
                     "at arm {j} the largest lower bound so far, {:.6e}, exceeds the current \
                      upper bound {:.6e} after {} observations",
-                    self.lower[j],
-                    bounds.ucb[j],
-                    bound.len()
+                    self.lower[j], bounds.ucb[j], observations
                 ),
             });
         }
@@ -203,7 +245,7 @@ impl Certifier {
                      maximum so far, {:.6e}, after {} observations",
                     bounds.lcb[j].max(self.lower[j]),
                     upper.0,
-                    bound.len()
+                    observations
                 ),
             });
         }
@@ -218,7 +260,7 @@ impl Certifier {
             best,
             self.lower[best],
             upper,
-            bound.len(),
+            observations,
         ))
     }
 }

@@ -18,6 +18,8 @@ mod cli_contextual_sweep;
 mod cli_matern;
 mod cli_paper001;
 mod cli_reproduce;
+mod cli_stopping;
+mod cli_suggest;
 mod cli_unknown;
 mod cli_variance_drift;
 mod cmm;

@@ -112,17 +112,28 @@ fn misspecification_warning(what: &str, sigma: f64, norm_bound: f64, args: &Boun
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
-    let nu = args.kernel.smoothness(args.nu)?;
+    build_kernel(args.kernel, args.nu, args.lengthscale).map_err(|e| {
+        if e.starts_with("--lengthscale is required") {
+            format!("{e} (or fit it with --fit)")
+        } else {
+            e
+        }
+    })
+}
+
+/// The kernel of `--kernel`, `--nu` and `--lengthscale` (shared with `kbandit suggest`).
+pub(crate) fn build_kernel(
+    name: KernelName,
+    nu: Option<f64>,
+    lengthscale: Option<f64>,
+) -> std::result::Result<Box<dyn Kernel>, String> {
+    let nu = name.smoothness(nu)?;
     let lengthscale = || {
-        args.lengthscale.ok_or_else(|| {
-            format!(
-                "--lengthscale is required for the {} kernel (or fit it with --fit)",
-                args.kernel.tag()
-            )
-        })
+        lengthscale
+            .ok_or_else(|| format!("--lengthscale is required for the {} kernel", name.tag()))
     };
     let invalid = |e: Error| format!("--lengthscale: {e}");
-    Ok(match (args.kernel, nu) {
+    Ok(match (name, nu) {
         (KernelName::Linear, _) => Box::new(Linear::new()),
         (_, Some(nu)) => Box::new(Matern::new(nu, lengthscale()?).map_err(invalid)?),
         (_, None) => Box::new(Rbf::new(lengthscale()?).map_err(invalid)?),
@@ -240,7 +251,7 @@ fn report_noise(estimate: &NoiseEstimate, sigma: f64) {
 /// bound answers it (μ = 0, ρ² = k(x, x), q = ld = 0), and the header, which names the inputs
 /// and the response, still gives the input dimension. So a rejected file is read once more,
 /// to tell a header-only file from one that is really at fault.
-fn read_observations(path: &Path) -> std::result::Result<Table, String> {
+pub(crate) fn read_observations(path: &Path) -> std::result::Result<Table, String> {
     let error = match table::read(path) {
         Ok(table) => return Ok(table),
         Err(error) => error,

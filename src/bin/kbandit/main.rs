@@ -4,6 +4,8 @@
 //! ```text
 //! kbandit bounds --data obs.csv --query points.csv --kernel matern52 --lengthscale 0.5 \
 //!     --bound dmm --sigma 0.1 --norm-bound 10 --delta 0.01 --scale 1.0
+//! kbandit suggest --data obs.csv --arms arms.csv --kernel rbf --lengthscale 0.2 \
+//!     --bound dmm --gap 0.1 --budget 200
 //! kbandit bench --bound amm --t 1000 --arms 100 --dims 3 [--fixed-arms] [--threads N]
 //! kbandit bench --report BENCHMARKS.md
 //! kbandit demo
@@ -14,6 +16,7 @@
 //! kbandit reproduce timing [--bounds ay,igp,amm,dmm,cmm,k-ucb,bkb,ek-ucb] [--rounds 1000] [--reps 2] [--out results]
 //! kbandit reproduce nonstationary [--reps 5] [--methods r-gp-ucb,r-dmm,sw-dmm,...] [--info-gain greedy|data|both] [--out results]
 //! kbandit reproduce variance [--observations 300] [--cover 0.3] [--out results]
+//! kbandit reproduce stopping [--reps 10] [--budget 1000] [--out results]
 //! ```
 //!
 //! Errors print one line to stderr, naming the file and line where there is one, and exit
@@ -26,6 +29,7 @@ mod bounds;
 mod kernels;
 mod plot;
 mod reproduce;
+mod suggest;
 mod table;
 
 use std::process::ExitCode;
@@ -50,6 +54,16 @@ enum Command {
     /// query point, or an empty confidence set: a warning on stderr says which, and the output
     /// is written all the same), unless --allow-crossed is given.
     Bounds(bounds::BoundsArgs),
+    /// One step of a stopping loop over a finite set of arms: from the observations so far,
+    /// print the next arm to evaluate (one CSV line on stdout), or stop and print the certified
+    /// recommendation.
+    ///
+    /// Exit status: 0, the next arm was printed (evaluate it, append `x,y` to --data, call
+    /// again); 4, a rule on the certified gap holds (--gap, --relative-gap or --noise-level) and
+    /// the recommendation was printed; 5, the --budget is spent, the recommendation printed
+    /// uncertified; 3, the data refute the assumptions (nothing certified); 2, an error. See
+    /// docs/cli.md for a shell loop.
+    Suggest(suggest::SuggestArgs),
     /// Time UCB rounds of one bound (one JSON line), or run the whole grid into a report
     /// (`--report BENCHMARKS.md`).
     Bench(bench::BenchArgs),
@@ -109,6 +123,10 @@ fn main() -> ExitCode {
         Command::Bounds(args) => match bounds::run(&args, sigma_given) {
             Ok(false) => return ExitCode::from(bounds::EXIT_MISSPECIFIED),
             other => other.map(|_| ()),
+        },
+        Command::Suggest(args) => match suggest::run(&args) {
+            Ok(status) => return ExitCode::from(status),
+            Err(e) => Err(e),
         },
         Command::Bench(args) => bench::run(&args),
         Command::Demo(args) => reproduce::demo(&args),

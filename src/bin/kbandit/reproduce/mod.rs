@@ -12,6 +12,8 @@ mod variance;
 mod batch;
 mod select_in;
 mod unknown;
+// Issue 38: stopping rules that certify.
+mod stopping;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -45,6 +47,9 @@ pub enum Experiment {
     /// Flynn & Reeb 2024 App. F.3 with σ, B and ℓ unknown: loose values, B doubled by
     /// refutation, ℓ and σ fitted on a warm-up; regret and coverage.
     Unknown(unknown::UnknownArgs),
+    /// Flynn & Reeb 2024 §7 on 1000 fixed arms: evaluations until each bound certifies an
+    /// ε-optimal recommendation, the true regret then, and Makarova et al. 2022's heuristic.
+    Stopping(stopping::StoppingArgs),
 }
 
 /// Runs one experiment.
@@ -60,6 +65,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::Batch(args) => batch::run(args),
         Experiment::SelectIn(args) => select_in::run(args),
         Experiment::Unknown(args) => unknown::run(args),
+        Experiment::Stopping(args) => stopping::run(args),
     }
 }
 
