@@ -1,88 +1,4 @@
-//! A proven upper bound on sup_{x ∈ Q} UCB_t(x) over a box Q, by branch and bound, and the
-//! certificate of the recommendation over the box.
-//!
-//! # The bound on one sub-box
-//!
-//! Let Q' ⊆ Q be a sub-box with centre c and half-widths h, and
-//! D = sup_{x ∈ Q'} d_k(c, x) the largest distance from c in the kernel's feature space,
-//! d_k(c, x)² = ‖φ(x) − φ(c)‖² = k(c, c) + k(x, x) − 2k(c, x). For the kernels this applies to
-//! ([`Kernel::regularity`](crate::kernel::Kernel::regularity): k(x, y) = s²κ(‖(x − y)/ℓ‖) with
-//! κ nonincreasing), d_k(c, x)² = 2s²(1 − κ(‖(x − c)/ℓ‖)) is largest at the corners, so
-//! D² = 2(s² − k(c, c + h)), computed with an allowance of 10⁻¹² s² for the rounding of the
-//! kernel value, and never above s²κ2‖h/ℓ‖² when κ is twice differentiable (κ(0) − κ(r) ≤
-//! κ2 r²/2 because |κ″(r)| ≤ −κ″(0) = κ2: −κ″ is the covariance of the derivative process).
-//!
-//! **First order, the exact bounds** (AY, IGP, AMM, DMM, GP-UCB, K-UCB:
-//! U(x) = min_r U_r(x), U_r = μ_r + w_r ρ_r, [`UcbShape::Terms`]). With Φ the data's feature
-//! map, μ_r(x) = ⟨θ_r, φ(x)⟩ and ρ_r(x) = ‖A_r^{1/2} φ(x)‖ with A_r = a_r(ΦᵀΦ + a_r I)⁻¹,
-//! 0 ≺ A_r ⪯ I (the push-through identity turns k(x, x) − k_t(x)ᵀ(K_t + a I)⁻¹k_t(x) into
-//! φ(x)ᵀA_r φ(x)). Hence, by Cauchy–Schwarz and the triangle inequality,
-//! |μ_r(x) − μ_r(c)| ≤ ‖θ_r‖ d_k(c, x) and |ρ_r(x) − ρ_r(c)| ≤ ‖A_r^{1/2}‖ d_k(c, x) ≤
-//! d_k(c, x), so for every x ∈ Q'
-//!
-//! > U(x) ≤ min_r U_r(x) ≤ min_r [U_r(c) + (‖θ_r‖_H + w_r) D].
-//!
-//! ‖θ_r‖² = yᵀα − a_r‖α‖² with α = (K_t + a_r I)⁻¹y (one back substitution per term).
-//!
-//! **First order, CMM-UCB** ([`UcbShape::Primal`]). Its value is the maximum of g(x) over a
-//! confidence set G whose functions all have ‖g‖_H ≤ B (Flynn & Reeb 2024 Thm 4.4; the
-//! set as the implementation enlarges it for rounding, see [`crate::bound::Cmm`]), and every
-//! dual value U_a it evaluates is ≥ that maximum (weak duality, Thm 4.5). For g ∈ G,
-//! g(x) − g(c) = ⟨g, φ(x) − φ(c)⟩ ≤ B d_k(c, x), so
-//!
-//! > max_{g ∈ G} g(x) ≤ max_{g ∈ G} g(c) + B D ≤ UCB(c) + B D.
-//!
-//! This bounds the exact CMM-UCB (the primal maximum) everywhere on Q'; the values CMM
-//! reports at points lie above it by its dual search's accuracy (its `certificate` reports
-//! the duality gap), which is far below any useful tolerance.
-//!
-//! **Second order, the exact bounds, κ four times differentiable** (RBF; Matérn ν > 2). Let
-//! r be the term active at c and u a unit direction. Along x(s) = c + su,
-//! μ_r″ = ⟨θ_r, ∂ᵤ²φ⟩ ≤ ‖θ_r‖√k4, and with g = ρ_r² = ⟨φ, A_rφ⟩,
-//! ρ_r″ = g″/(2ρ_r) − (g′)²/(4ρ_r³) ≤ g″/(2ρ_r), g″ = 2⟨∂ᵤ²φ, A_rφ⟩ + 2⟨∂ᵤφ, A_r∂ᵤφ⟩ ≤
-//! 2√k4 ρ_r + 2k2, so ρ_r″ ≤ √k4 + k2/ρ_r, where k2 = s²κ2/ℓ_min² ≥ ‖∂ᵤφ‖² and
-//! k4 = s²κ4/ℓ_min⁴ ≥ ‖∂ᵤ²φ‖² ([`KernelRegularity`](crate::kernel::KernelRegularity)). On Q',
-//! ρ_r ≥ ρ_min = max(ρ_r(c) − D, √(a_r s²/(t s² + a_r))) (ρ_r is 1-Lipschitz in d_k, and
-//! A_r ⪰ a_r/(λ_max(K_t) + a_r)·I with λ_max ≤ t s²). Taylor's theorem with the Lagrange
-//! remainder along the segment from c to x = c + v (inside the convex Q') gives
-//!
-//! > U(x) ≤ U_r(x) ≤ U_r(c) + ∇U_r(c)·v + ½ H ‖v‖²,
-//! > H = ‖θ_r‖√k4 + w_r(√k4 + k2/ρ_min),
-//!
-//! whose supremum over |vᵢ| ≤ hᵢ is U_r(c) + Σᵢ |∂ᵢU_r(c)| hᵢ + ½ H ‖h‖². Where the first
-//! order bound is at least the best value found, the second is also computed (one more
-//! solve at c), and the smaller is used; near a maximiser, where ∇U ≈ 0, it shrinks like
-//! ‖h‖² instead of ‖h‖. It is skipped where ρ_r(c) < 10⁻³ s (next to the data, where the
-//! computed ∇ρ_r is unreliable), for CMM-UCB and for kernels without κ4 (Matérn ν ≤ 2:
-//! Matérn 3/2's profile has a nonzero third derivative at 0⁺, 6√3, so its sample paths are
-//! not twice differentiable in mean square).
-//!
-//! Every sub-box bound carries a further 10⁻⁹·(|U(c)| + L s) for rounding (L the slope of
-//! the first-order bound).
-//!
-//! # Branch and bound
-//!
-//! The lower bound is the largest UCB found at a point of Q: the centres of the sub-boxes,
-//! the observed points inside Q, and local maximisations ([`crate::continuous::refine`]) of
-//! the UCB from the best of them (again whenever a centre improves on the best by more than
-//! a quarter of the tolerance, up to [`BoxCertifyOptions::refinements`]). Sub-boxes wait in a
-//! priority queue on their upper bound; the one with the largest is split in two across
-//! its longest side (in units of the length-scale), each half bounded, and a half whose bound
-//! is at most the best value found is dropped (it cannot hold a larger UCB). The search
-//! stops when the largest bound in the queue is within `tolerance` of the best value found,
-//! or when `max_boxes` sub-boxes have been bounded or `max_time` has passed; then
-//! `upper` = max(largest bound in the queue, best found) ≥ sup_Q UCB either way, and
-//! [`BoxCertificate::tolerance`] = upper − best found says how far the search got.
-//!
-//! # What is guaranteed
-//!
-//! `upper` ≥ sup_{x ∈ Q} UCB_t(x) holds deterministically, for the data as they are (no
-//! probability involved). On the event E of the [module documentation](super) (probability
-//! ≥ 1 − δ, every x and every round at once, by Ville's inequality), max_Q f ≤ upper and
-//! f(x̂) ≥ LCB_t(x̂), so f(x*) − f(x̂) ≤ `gap` = upper − LCB_t(x̂) for the recommendation x̂ and
-//! every maximiser x* of f over Q, at every round, including one chosen by looking at the
-//! data. The tolerance says nothing about f: it only measures how close `upper` is to the
-//! largest UCB found, i.e. how much of `gap` is the search's and not the bound's.
+//! The proven bound on sup UCB over a box and its certificate: see [`certify_box`].
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -100,7 +16,7 @@ use crate::points::Points;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum BoxOrder {
-    /// The first-order bound only (see the [module documentation](self)).
+    /// The first-order bound only (see [`certify_box`]).
     First,
     /// The smaller of the first- and second-order bounds where the second is proven (exact
     /// bounds, κ four times differentiable), the first-order bound elsewhere.
@@ -202,10 +118,94 @@ pub struct BoxCertificate {
 }
 
 /// The certificate of `bound` over the box `domain`: a proven upper bound on sup UCB by
-/// branch and bound (see the [module documentation](self) for the derivation), the point
+/// branch and bound (derived below), the point
 /// with the largest LCB found, and gap = upper − LCB(x̂).
 ///
 /// On a finite arm set, [`super::certify`] is exact and cheaper.
+///
+///
+/// # The bound on one sub-box
+///
+/// Let Q' ⊆ Q be a sub-box with centre c and half-widths h, and
+/// D = sup_{x ∈ Q'} d_k(c, x) the largest distance from c in the kernel's feature space,
+/// d_k(c, x)² = ‖φ(x) − φ(c)‖² = k(c, c) + k(x, x) − 2k(c, x). For the kernels this applies to
+/// ([`Kernel::regularity`](crate::kernel::Kernel::regularity): k(x, y) = s²κ(‖(x − y)/ℓ‖) with
+/// κ nonincreasing), d_k(c, x)² = 2s²(1 − κ(‖(x − c)/ℓ‖)) is largest at the corners, so
+/// D² = 2(s² − k(c, c + h)), computed with an allowance of 10⁻¹² s² for the rounding of the
+/// kernel value, and never above s²κ2‖h/ℓ‖² when κ is twice differentiable (κ(0) − κ(r) ≤
+/// κ2 r²/2 because |κ″(r)| ≤ −κ″(0) = κ2: −κ″ is the covariance of the derivative process).
+///
+/// **First order, the exact bounds** (AY, IGP, AMM, DMM, GP-UCB, K-UCB:
+/// U(x) = min_r U_r(x), U_r = μ_r + w_r ρ_r, [`UcbShape::Terms`]). With Φ the data's feature
+/// map, μ_r(x) = ⟨θ_r, φ(x)⟩ and ρ_r(x) = ‖A_r^{1/2} φ(x)‖ with A_r = a_r(ΦᵀΦ + a_r I)⁻¹,
+/// 0 ≺ A_r ⪯ I (the push-through identity turns k(x, x) − k_t(x)ᵀ(K_t + a I)⁻¹k_t(x) into
+/// φ(x)ᵀA_r φ(x)). Hence, by Cauchy–Schwarz and the triangle inequality,
+/// |μ_r(x) − μ_r(c)| ≤ ‖θ_r‖ d_k(c, x) and |ρ_r(x) − ρ_r(c)| ≤ ‖A_r^{1/2}‖ d_k(c, x) ≤
+/// d_k(c, x), so for every x ∈ Q'
+///
+/// > U(x) ≤ min_r U_r(x) ≤ min_r [U_r(c) + (‖θ_r‖_H + w_r) D].
+///
+/// ‖θ_r‖² = yᵀα − a_r‖α‖² with α = (K_t + a_r I)⁻¹y (one back substitution per term).
+///
+/// **First order, CMM-UCB** ([`UcbShape::Primal`]). Its value is the maximum of g(x) over a
+/// confidence set G whose functions all have ‖g‖_H ≤ B (Flynn & Reeb 2024 Thm 4.4; the
+/// set as the implementation enlarges it for rounding, see [`crate::bound::Cmm`]), and every
+/// dual value U_a it evaluates is ≥ that maximum (weak duality, Thm 4.5). For g ∈ G,
+/// g(x) − g(c) = ⟨g, φ(x) − φ(c)⟩ ≤ B d_k(c, x), so
+///
+/// > max_{g ∈ G} g(x) ≤ max_{g ∈ G} g(c) + B D ≤ UCB(c) + B D.
+///
+/// This bounds the exact CMM-UCB (the primal maximum) everywhere on Q'; the values CMM
+/// reports at points lie above it by its dual search's accuracy (its `certificate` reports
+/// the duality gap), which is far below any useful tolerance.
+///
+/// **Second order, the exact bounds, κ four times differentiable** (RBF; Matérn ν > 2). Let
+/// r be the term active at c and u a unit direction. Along x(s) = c + su,
+/// μ_r″ = ⟨θ_r, ∂ᵤ²φ⟩ ≤ ‖θ_r‖√k4, and with g = ρ_r² = ⟨φ, A_rφ⟩,
+/// ρ_r″ = g″/(2ρ_r) − (g′)²/(4ρ_r³) ≤ g″/(2ρ_r), g″ = 2⟨∂ᵤ²φ, A_rφ⟩ + 2⟨∂ᵤφ, A_r∂ᵤφ⟩ ≤
+/// 2√k4 ρ_r + 2k2, so ρ_r″ ≤ √k4 + k2/ρ_r, where k2 = s²κ2/ℓ_min² ≥ ‖∂ᵤφ‖² and
+/// k4 = s²κ4/ℓ_min⁴ ≥ ‖∂ᵤ²φ‖² ([`KernelRegularity`](crate::kernel::KernelRegularity)). On Q',
+/// ρ_r ≥ ρ_min = max(ρ_r(c) − D, √(a_r s²/(t s² + a_r))) (ρ_r is 1-Lipschitz in d_k, and
+/// A_r ⪰ a_r/(λ_max(K_t) + a_r)·I with λ_max ≤ t s²). Taylor's theorem with the Lagrange
+/// remainder along the segment from c to x = c + v (inside the convex Q') gives
+///
+/// > U(x) ≤ U_r(x) ≤ U_r(c) + ∇U_r(c)·v + ½ H ‖v‖²,
+/// > H = ‖θ_r‖√k4 + w_r(√k4 + k2/ρ_min),
+///
+/// whose supremum over |vᵢ| ≤ hᵢ is U_r(c) + Σᵢ |∂ᵢU_r(c)| hᵢ + ½ H ‖h‖². Where the first
+/// order bound is at least the best value found, the second is also computed (one more
+/// solve at c), and the smaller is used; near a maximiser, where ∇U ≈ 0, it shrinks like
+/// ‖h‖² instead of ‖h‖. It is skipped where ρ_r(c) < 10⁻³ s (next to the data, where the
+/// computed ∇ρ_r is unreliable), for CMM-UCB and for kernels without κ4 (Matérn ν ≤ 2:
+/// Matérn 3/2's profile has a nonzero third derivative at 0⁺, 6√3, so its sample paths are
+/// not twice differentiable in mean square).
+///
+/// Every sub-box bound carries a further 10⁻⁹·(|U(c)| + L s) for rounding (L the slope of
+/// the first-order bound).
+///
+/// # Branch and bound
+///
+/// The lower bound is the largest UCB found at a point of Q: the centres of the sub-boxes,
+/// the observed points inside Q, and local maximisations ([`crate::continuous::refine`]) of
+/// the UCB from the best of them (again whenever a centre improves on the best by more than
+/// a quarter of the tolerance, up to [`BoxCertifyOptions::refinements`]). Sub-boxes wait in a
+/// priority queue on their upper bound; the one with the largest is split in two across
+/// its longest side (in units of the length-scale), each half bounded, and a half whose bound
+/// is at most the best value found is dropped (it cannot hold a larger UCB). The search
+/// stops when the largest bound in the queue is within `tolerance` of the best value found,
+/// or when `max_boxes` sub-boxes have been bounded or `max_time` has passed; then
+/// `upper` = max(largest bound in the queue, best found) ≥ sup_Q UCB either way, and
+/// [`BoxCertificate::tolerance`] = upper − best found says how far the search got.
+///
+/// # What is guaranteed
+///
+/// `upper` ≥ sup_{x ∈ Q} UCB_t(x) holds deterministically, for the data as they are (no
+/// probability involved). On the event E of the [`decide` module documentation](super) (probability
+/// ≥ 1 − δ, every x and every round at once, by Ville's inequality), max_Q f ≤ upper and
+/// f(x̂) ≥ LCB_t(x̂), so f(x*) − f(x̂) ≤ `gap` = upper − LCB_t(x̂) for the recommendation x̂ and
+/// every maximiser x* of f over Q, at every round, including one chosen by looking at the
+/// data. The tolerance says nothing about f: it only measures how close `upper` is to the
+/// largest UCB found, i.e. how much of `gap` is the search's and not the bound's.
 ///
 /// # Errors
 /// [`Error::InvalidParameter`] for invalid `options` or a bound with no observation (whose
