@@ -509,3 +509,48 @@ fn million_uniform_points_d3() {
         }
     }
 }
+
+/// κ2 and κ4 of `Kernel::regularity` against finite differences of `Kernel::eval` along the
+/// coordinate of the shortest length-scale: −∂²ₛ k(x, x + s e) and ∂⁴ₛ k(x, x + s e) at s = 0
+/// (central differences with step h = ℓ/100; Matérn ν ≤ 5/2 has an |s|^{2ν} term, so the
+/// fourth difference is O(h) off: 5% relative).
+#[test]
+fn kernel_constants_match_finite_differences() {
+    use kernel_bandits::hyper::{FittedKernel, KernelFamily};
+    fn check_kernel(what: &str, kernel: &dyn Kernel, dim: usize, axis: usize, l: f64) {
+        let r = kernel.regularity().unwrap();
+        let x = vec![0.3; dim];
+        let k = |s: f64| {
+            let mut y = x.clone();
+            y[axis] += s;
+            kernel.eval(&x, &y)
+        };
+        let h = l / 100.0;
+        let k2 = -(k(h) - 2.0 * k(0.0) + k(-h)) / (h * h);
+        let k4 = (k(2.0 * h) - 4.0 * k(h) + 6.0 * k(0.0) - 4.0 * k(-h) + k(-2.0 * h)) / h.powi(4);
+        let (c2, c4) = (r.curvature().unwrap(), r.fourth().unwrap());
+        assert!((k2 - c2).abs() <= 0.01 * c2, "{what}: k2 {c2} vs {k2}");
+        assert!((k4 - c4).abs() <= 0.05 * c4, "{what}: k4 {c4} vs {k4}");
+        assert_eq!(r.variance, k(0.0), "{what}");
+    }
+    check_kernel("rbf", &Rbf::new(0.7).unwrap(), 2, 0, 0.7);
+    check_kernel("matern 5/2", &Matern::new(2.5, 0.3).unwrap(), 2, 1, 0.3);
+    check_kernel("matern 7/2", &Matern::new(3.5, 0.3).unwrap(), 1, 0, 0.3);
+    check_kernel("matern 3.3", &Matern::new(3.3, 0.5).unwrap(), 3, 2, 0.5);
+    let scaled = Matern::new(2.5, 0.3).unwrap().scaled(3.0).unwrap();
+    check_kernel("scaled matern 5/2", &scaled, 2, 0, 0.3);
+    let ard = FittedKernel::per_dimension(KernelFamily::Rbf, &[1.5, 0.2], 2.0).unwrap();
+    check_kernel("ard rbf", &ard, 2, 1, 0.2);
+    // No fourth derivative (Matérn 3/2), no second (Matérn 1/2), no regularity (a sum).
+    let m32 = Matern::new(1.5, 0.3).unwrap().regularity().unwrap();
+    assert!(m32.curvature().is_some() && m32.fourth().is_none());
+    let m12 = Matern::new(0.5, 0.3).unwrap().regularity().unwrap();
+    assert!(m12.curvature().is_none() && m12.fourth().is_none());
+    assert!(
+        Rbf::new(0.3)
+            .unwrap()
+            .plus(Rbf::new(0.1).unwrap())
+            .regularity()
+            .is_none()
+    );
+}
