@@ -180,6 +180,16 @@ impl ConfidenceBound for PyAnyBound {
     ) -> kernel_bandits::Result<(f64, Vec<f64>)> {
         each_bound!(self, b => b.ucb_gradient_among(x, terms))
     }
+    fn ucb_regularity(&self) -> kernel_bandits::Result<kernel_bandits::bound::UcbRegularity<'_>> {
+        each_bound!(self, b => b.ucb_regularity())
+    }
+    fn ucb_term_detail(
+        &self,
+        x: &[f64],
+        term: usize,
+    ) -> kernel_bandits::Result<kernel_bandits::bound::UcbTermDetail> {
+        each_bound!(self, b => b.ucb_term_detail(x, term))
+    }
     fn pending_variance<'a>(
         &'a self,
         pending: &Points<'_>,

@@ -5,8 +5,9 @@ use std::sync::Mutex;
 
 use kernel_bandits::agent::UcbAgent;
 use kernel_bandits::decide::{
-    CertifiedRun as RsRun, Certifier as RsCertifier, RegretCertificate as RsRegretCertificate,
-    Stop, StoppingRule, certify as rs_certify,
+    BoxCertificate as RsBoxCertificate, BoxCertifyOptions, BoxOrder, CertifiedRun as RsRun,
+    Certifier as RsCertifier, RegretCertificate as RsRegretCertificate, Stop, StoppingRule,
+    certify as rs_certify, certify_box as rs_certify_box,
 };
 use kernel_bandits::points::Points;
 use numpy::{PyArray1, PyArray2};
@@ -87,6 +88,130 @@ fn certify(
     let inner: &PyAnyBound = &bound.inner;
     py.detach(|| rs_certify(inner, &Points::from_row_major(data, dim)?))
         .map(RegretCertificate)
+        .or_raise()
+}
+
+/// A recommendation over a box and a proven bound on its simple regret (`certify_box`).
+///
+/// `upper` ≥ the largest UCB anywhere in the box (proven, by branch and bound over sub-boxes);
+/// `best_found` the largest UCB found at a point (`best_point`); `tolerance` = `upper` −
+/// `best_found`, what the search reached (`converged` says whether it reached the requested
+/// one); `boxes` the sub-boxes bounded; `recommendation` the point with the largest LCB found
+/// (`index` its observation, or the number of observations for a point found by local search);
+/// `gap` = `upper` − `recommendation.lcb` ≥ f(x*) − f(x̂) with probability ≥ 1 − δ, at every
+/// round at once.
+#[pyclass(frozen, module = "kernel_bandits")]
+#[derive(Debug, Clone)]
+pub struct BoxCertificate(RsBoxCertificate);
+
+#[pymethods]
+impl BoxCertificate {
+    /// The recommended point (a `Recommendation`).
+    #[getter]
+    fn recommendation(&self) -> Recommendation {
+        Recommendation(self.0.recommendation.clone())
+    }
+    /// A proven upper bound on the largest UCB in the box.
+    #[getter]
+    fn upper(&self) -> f64 {
+        self.0.upper
+    }
+    /// The largest UCB found at a point of the box.
+    #[getter]
+    fn best_found(&self) -> f64 {
+        self.0.best_found
+    }
+    /// Where `best_found` was found.
+    #[getter]
+    fn best_point<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
+        PyArray1::from_slice(py, &self.0.best_point)
+    }
+    /// `upper − recommendation.lcb`.
+    #[getter]
+    fn gap(&self) -> f64 {
+        self.0.gap
+    }
+    /// `upper − best_found`, the tolerance reached.
+    #[getter]
+    fn tolerance(&self) -> f64 {
+        self.0.tolerance
+    }
+    /// Whether the requested tolerance was reached.
+    #[getter]
+    fn converged(&self) -> bool {
+        self.0.converged
+    }
+    /// Sub-boxes bounded.
+    #[getter]
+    fn boxes(&self) -> usize {
+        self.0.boxes
+    }
+    /// Whether the second-order sub-box bound was available.
+    #[getter]
+    fn second_order(&self) -> bool {
+        self.0.second_order
+    }
+    /// Observations the bound had absorbed.
+    #[getter]
+    fn observations(&self) -> usize {
+        self.0.observations
+    }
+    fn __repr__(&self) -> String {
+        let c = &self.0;
+        format!(
+            "BoxCertificate(gap={}, upper={}, best_found={}, tolerance={}, converged={}, boxes={}, observations={})",
+            c.gap, c.upper, c.best_found, c.tolerance, c.converged, c.boxes, c.observations
+        )
+    }
+}
+
+/// The certificate of `bound` over the box `domain` (a `BoxDomain` or a pair `(lo, hi)`): a
+/// proven upper bound on the largest UCB in the box by branch and bound, refined until it is
+/// within `tolerance` of the best UCB found or `max_boxes` sub-boxes (or `max_seconds`) are
+/// spent; `first_order_only` skips the second-order sub-box bound. Raises
+/// `UnsupportedError` for bounds or kernels the derivation does not cover (BKB, EK-UCB; sums,
+/// products, slices, linear kernels), `MisspecifiedError` when the data refute the bound,
+/// `InvalidParameterError` / `DimensionError` for bad input or a bound without observations.
+#[pyfunction]
+#[pyo3(signature = (bound, domain, tolerance = 0.05, max_boxes = 200_000, max_seconds = None, first_order_only = false, refinements = 8))]
+#[allow(clippy::too_many_arguments)]
+fn certify_box(
+    py: Python<'_>,
+    bound: PyRef<'_, PyBound>,
+    domain: &Bound<'_, PyAny>,
+    tolerance: f64,
+    max_boxes: usize,
+    max_seconds: Option<f64>,
+    first_order_only: bool,
+    refinements: usize,
+) -> PyResult<BoxCertificate> {
+    let domain = crate::continuous::domain(domain)?;
+    let max_time = match max_seconds {
+        None => None,
+        Some(s) if s.is_finite() && s >= 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) => {
+            return Err(kernel_bandits::Error::InvalidParameter {
+                name: "max_seconds",
+                value: s,
+                expected: "finite and at least 0",
+            })
+            .or_raise();
+        }
+    };
+    let options = BoxCertifyOptions {
+        tolerance,
+        max_boxes,
+        max_time,
+        order: if first_order_only {
+            BoxOrder::First
+        } else {
+            BoxOrder::Best
+        },
+        refinements,
+    };
+    let inner: &PyAnyBound = &bound.inner;
+    py.detach(|| rs_certify_box(inner, &domain, &options))
+        .map(BoxCertificate)
         .or_raise()
 }
 
@@ -277,5 +402,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Certifier>()?;
     m.add_class::<CertifiedRun>()?;
     m.add_function(wrap_pyfunction!(certify, m)?)?;
+    m.add_class::<BoxCertificate>()?;
+    m.add_function(wrap_pyfunction!(certify_box, m)?)?;
     Ok(())
 }

@@ -76,6 +76,9 @@ impl KernelTrait for AnyKernel {
     fn smoothness(&self) -> Option<f64> {
         each!(self, k => k.smoothness())
     }
+    fn regularity(&self) -> Option<kernel_bandits::kernel::KernelRegularity> {
+        each!(self, k => k.regularity())
+    }
     fn gram(&self, xs: &Points<'_>) -> kernel_bandits::Result<DMatrix<f64>> {
         each!(self, k => k.gram(xs))
     }

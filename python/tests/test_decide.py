@@ -137,3 +137,51 @@ def test_refuted_assumptions_certify_nothing():
     assert np.all(certifier.lower > -np.inf)  # the first update's values, kept
     with pytest.raises(kb.NoArmsError):
         kb.Certifier(np.empty((0, 1)))
+
+
+def test_certify_box_is_never_below_a_dense_grid():
+    # Reference: the largest UCB of one `bounds` call over a 201 × 201 grid of the box.
+    rng = np.random.default_rng(5)
+    xs = rng.uniform(0, 1, size=(12, 2))
+    g = np.linspace(0, 1, 201)
+    grid = np.array([[a, b] for a in g for b in g])
+    for make in (kb.Dmm, kb.Amm, kb.Cmm):
+        bound = make(KERNEL, sigma=0.1, norm_bound=2.0, delta=0.01)
+        for x in xs:
+            bound.observe(x, rkhs_f(x[:1]) + 0.1 * rng.standard_normal())
+        c = kb.certify_box(bound, ([0.0, 0.0], [1.0, 1.0]), tolerance=0.02)
+        top = float(np.max(bound.bounds(grid)[2]))
+        assert c.upper >= top, (make, c.upper, top)
+        assert c.best_found <= c.upper and c.tolerance == c.upper - c.best_found
+        assert c.gap == c.upper - c.recommendation.lcb
+        assert c.converged and c.tolerance <= 0.02 and c.boxes >= 1
+        assert np.all((c.best_point >= 0) & (c.best_point <= 1))
+        assert c.observations == 12
+        box = kb.BoxDomain([0.0, 0.0], [1.0, 1.0])
+        assert kb.certify_box(bound, box, tolerance=0.02).upper == c.upper
+        assert "BoxCertificate(" in repr(c)
+
+
+def test_certify_box_errors_change_nothing():
+    bound = kb.Dmm(KERNEL, sigma=0.1, norm_bound=2.0, delta=0.01)
+    with pytest.raises(kb.InvalidParameterError):
+        kb.certify_box(bound, ([0.0], [1.0]))  # no observation yet
+    bound.observe([0.3], 0.2)
+    before = bound.bounds(np.array([[0.1], [0.7]]))
+    with pytest.raises(kb.DimensionError):
+        kb.certify_box(bound, ([0.0, 0.0], [1.0, 1.0]))
+    with pytest.raises(kb.InvalidParameterError):
+        kb.certify_box(bound, ([1.0], [0.0]))  # inverted
+    with pytest.raises(kb.InvalidParameterError):
+        kb.certify_box(bound, ([0.0], [float("nan")]))
+    with pytest.raises(kb.InvalidParameterError):
+        kb.certify_box(bound, ([0.0], [1.0]), tolerance=float("nan"))
+    with pytest.raises(kb.InvalidParameterError):
+        kb.certify_box(bound, ([0.0], [1.0]), max_seconds=-1.0)
+    after = bound.bounds(np.array([[0.1], [0.7]]))
+    for a, b in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    summed = kb.Dmm(KERNEL + KERNEL, sigma=0.1, norm_bound=2.0, delta=0.01)
+    summed.observe([0.3], 0.2)
+    with pytest.raises(kb.UnsupportedError):
+        kb.certify_box(summed, ([0.0], [1.0]))

@@ -516,6 +516,12 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
         self.inner.ucb_gradient_among(x, terms)
     }
+    fn ucb_regularity(&self) -> Result<super::UcbRegularity<'_>> {
+        self.inner.ucb_regularity()
+    }
+    fn ucb_term_detail(&self, x: &[f64], term: usize) -> Result<super::UcbTermDetail> {
+        self.inner.ucb_term_detail(x, term)
+    }
     fn pending_variance<'a>(
         &'a self,
         pending: &Points<'_>,

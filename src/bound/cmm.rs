@@ -1452,6 +1452,18 @@ impl<K: Kernel> ConfidenceBound for Cmm<K> {
         super::exact_pending_variance(&self.posterior, self.mixture_index(), pending)
     }
 
+    /// [`super::UcbShape::Primal`] with B: every U_a CMM evaluates bounds the maximum of g(x)
+    /// over its confidence set (enlarged as the module documentation says), whose functions
+    /// all have ‖g‖_H ≤ B.
+    fn ucb_regularity(&self) -> Result<super::UcbRegularity<'_>> {
+        Ok(super::UcbRegularity {
+            kernel: self.posterior.kernel(),
+            shape: super::UcbShape::Primal {
+                norm_bound: self.params.norm_bound(),
+            },
+        })
+    }
+
     forward_posterior!(without truncate);
 
     /// Forgets the newer observations, and the decompositions that covered them.

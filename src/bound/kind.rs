@@ -411,6 +411,12 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
         dispatch!(self, b => b.ucb_gradient_among(x, terms))
     }
+    fn ucb_regularity(&self) -> Result<super::UcbRegularity<'_>> {
+        dispatch!(self, b => b.ucb_regularity())
+    }
+    fn ucb_term_detail(&self, x: &[f64], term: usize) -> Result<super::UcbTermDetail> {
+        dispatch!(self, b => b.ucb_term_detail(x, term))
+    }
     fn pending_variance<'a>(
         &'a self,
         pending: &Points<'_>,

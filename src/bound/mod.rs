@@ -132,6 +132,63 @@ pub struct BoundGradient {
     pub ucb_gradient: Vec<f64>,
 }
 
+/// What [`crate::decide::certify_box`] needs to bound a UCB over a box
+/// ([`ConfidenceBound::ucb_regularity`]): the kernel and the shape of the UCB.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct UcbRegularity<'a> {
+    /// The bound's kernel.
+    pub kernel: &'a dyn Kernel,
+    /// How the UCB is built from the kernel.
+    pub shape: UcbShape,
+}
+
+/// How a UCB is built, for bounds on its supremum over a box ([`UcbRegularity`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum UcbShape {
+    /// U(x) = min_r U_r(x) over the terms of [`ConfidenceBound::ucb_term_values`], with
+    /// U_r(x) = μ_r(x) + w_r ρ_r(x), μ_r(x) = k_t(x)ᵀ(K_t + a_r I)⁻¹y_t and
+    /// ρ_r²(x) = k(x, x) − k_t(x)ᵀ(K_t + a_r I)⁻¹k_t(x) (Flynn & Reeb 2024 Eqs. 2–3): AY, IGP,
+    /// AMM, DMM, GP-UCB and K-UCB.
+    Terms(Vec<UcbTerm>),
+    /// U(x) ≥ max { g(x) : g in a confidence set of functions with ‖g‖_H ≤ `norm_bound` },
+    /// every evaluated dual value an upper bound on that maximum (CMM-UCB, Flynn & Reeb 2024
+    /// Thm 4.4–4.5).
+    Primal {
+        /// B.
+        norm_bound: f64,
+    },
+}
+
+/// One term U_r = μ_r + w_r ρ_r of a UCB ([`UcbShape::Terms`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub struct UcbTerm {
+    /// The regulariser a_r.
+    pub regulariser: f64,
+    /// The width w_r ≥ 0 that multiplies ρ_r.
+    pub width: f64,
+    /// An upper bound on ‖θ_r‖_H, θ_r = Σᵢ αᵢ k(xᵢ, ·) the function whose values are μ_r,
+    /// α = (K_t + a_r I)⁻¹y_t: ‖θ_r‖² = yᵀα − a_r‖α‖², computed, plus 10⁻⁹·yᵀα against the
+    /// cancellation in the difference.
+    pub mean_norm: f64,
+}
+
+/// One term of a UCB at one point, with its gradient ([`ConfidenceBound::ucb_term_detail`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct UcbTermDetail {
+    /// U_r(x) = μ_r(x) + w_r ρ_r(x), the bits of [`ConfidenceBound::ucb_term_values`].
+    pub value: f64,
+    /// μ_r(x).
+    pub mean: f64,
+    /// ρ_r(x).
+    pub spread: f64,
+    /// ∇U_r(x).
+    pub gradient: Vec<f64>,
+}
+
 /// The observations a bound holds, in the order it absorbed them
 /// ([`ConfidenceBound::observations`]): the inputs x_1, …, x_t row-major and the targets
 /// y_1, …, y_t. After [`ConfidenceBound::truncate`] or [`ConfidenceBound::remove_oldest`] (a
@@ -375,6 +432,67 @@ pub(crate) fn exact_ucb_terms_at<K: Kernel>(
                 .collect())
         })
         .collect()
+}
+
+/// The `ucb_regularity` of every exact bound: one [`UcbTerm`] per width.
+///
+/// # Errors
+/// As [`check_width`] for any width.
+pub(crate) fn exact_regularity<'a, K: Kernel>(
+    posterior: &'a ExactPosterior<K>,
+    widths: &[f64],
+) -> Result<UcbRegularity<'a>> {
+    let widths = checked_widths(widths)?;
+    let terms = widths
+        .iter()
+        .enumerate()
+        .map(|(r, &width)| {
+            let factor = posterior.factor(r);
+            let a = factor.regulariser();
+            let q = factor.quad_form();
+            let alpha_sq: f64 = if posterior.is_empty() {
+                0.0
+            } else {
+                factor.weights().iter().map(|v| v * v).sum()
+            };
+            let theta_sq = (q - a * alpha_sq).max(0.0) + 1e-9 * q.abs();
+            UcbTerm {
+                regulariser: a,
+                width: width.max(0.0),
+                mean_norm: theta_sq.sqrt(),
+            }
+        })
+        .collect();
+    Ok(UcbRegularity {
+        kernel: posterior.kernel(),
+        shape: UcbShape::Terms(terms),
+    })
+}
+
+/// The `ucb_term_detail` of every exact bound: one forward and one back substitution.
+///
+/// # Errors
+/// As [`exact_gradient`]; [`Error::InvalidParameter`] for a term out of range.
+pub(crate) fn exact_term_detail<K: Kernel>(
+    posterior: &ExactPosterior<K>,
+    widths: &[f64],
+    x: &[f64],
+    term: usize,
+) -> Result<UcbTermDetail> {
+    let widths = checked_widths(widths)?;
+    let r = checked_terms(&[term], widths.len())?[0];
+    let solve = posterior.point_solve_among(x, &[r])?;
+    let spread = solve.variances[r].sqrt();
+    Ok(UcbTermDetail {
+        value: term_value(&solve, &widths, r),
+        mean: solve.means[r],
+        spread,
+        gradient: posterior.combination_gradient(&solve, r, widths[r]),
+    })
+}
+
+fn term_value(solve: &crate::posterior::PointSolve, widths: &[f64], r: usize) -> f64 {
+    term(solve, widths, 1.0, r)
 }
 
 /// `terms` sorted and without repeats, if it is not empty and every term is below `count`.
@@ -752,6 +870,31 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
         self.ucb_gradient(x)
     }
 
+    /// The kernel and the shape of the UCB, for a proven bound on its supremum over a box
+    /// ([`crate::decide::certify_box`]). Wrappers must forward it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a bound whose UCB has no such description (the provided
+    /// method: BKB, EK-UCB and bounds of your own); a non-finite width.
+    fn ucb_regularity(&self) -> Result<UcbRegularity<'_>> {
+        Err(Error::Unsupported {
+            what: format!("a proven bound over a box for the {} bound", self.name()),
+        })
+    }
+
+    /// U_r(x), μ_r(x), ρ_r(x) and ∇U_r(x) for the term `term` of a [`UcbShape::Terms`] UCB.
+    /// Wrappers must forward it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for bounds without terms (the provided method); as
+    /// [`ConfidenceBound::ucb_gradient`]; [`Error::InvalidParameter`] for a term out of range.
+    fn ucb_term_detail(&self, x: &[f64], term: usize) -> Result<UcbTermDetail> {
+        let _ = (x, term);
+        Err(Error::Unsupported {
+            what: format!("UCB terms of the {} bound", self.name()),
+        })
+    }
+
     /// The posterior variance given the observations and the `pending` inputs, whose targets
     /// are still to come (see [`PendingVariance`]); the bound itself is unchanged. The exact
     /// bounds use the regulariser of their mean and cost O(p·t²) for p pending points (one
@@ -949,6 +1092,12 @@ macro_rules! forward_bound {
             fn ucb_gradient_among(&self, x: &[f64], terms: &[usize]) -> Result<(f64, Vec<f64>)> {
                 (**self).ucb_gradient_among(x, terms)
             }
+            fn ucb_regularity(&self) -> Result<UcbRegularity<'_>> {
+                (**self).ucb_regularity()
+            }
+            fn ucb_term_detail(&self, x: &[f64], term: usize) -> Result<UcbTermDetail> {
+                (**self).ucb_term_detail(x, term)
+            }
             fn pending_variance<'a>(
                 &'a self,
                 pending: &Points<'_>,
@@ -1048,6 +1197,20 @@ macro_rules! forward_posterior {
         ) -> $crate::error::Result<(f64, Vec<f64>)> {
             let $b = self;
             $crate::bound::exact_ucb_gradient_among(&self.posterior, &$widths, x, terms)
+        }
+        fn ucb_regularity(
+            &self,
+        ) -> $crate::error::Result<$crate::bound::UcbRegularity<'_>> {
+            let $b = self;
+            $crate::bound::exact_regularity(&self.posterior, &$widths)
+        }
+        fn ucb_term_detail(
+            &self,
+            x: &[f64],
+            term: usize,
+        ) -> $crate::error::Result<$crate::bound::UcbTermDetail> {
+            let $b = self;
+            $crate::bound::exact_term_detail(&self.posterior, &$widths, x, term)
         }
         fn pending_variance<'a>(
             &'a self,

@@ -266,7 +266,7 @@ impl Certifier {
 }
 
 /// The values, or [`Error::Refuted`] if they refute the bound's assumptions.
-fn refuse_refuted(checked: &CheckedBounds) -> Result<&Bounds> {
+pub(super) fn refuse_refuted(checked: &CheckedBounds) -> Result<&Bounds> {
     match checked.describe() {
         Some(what) => Err(Error::Refuted { what }),
         None => Ok(&checked.bounds),

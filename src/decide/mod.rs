@@ -3,7 +3,8 @@
 //!
 //! Flynn & Reeb (2024, §1) name three uses of tight confidence bounds: exploration (the UCB
 //! agents), stopping rules and safety. This module is the second, over a finite domain D (an
-//! arm set).
+//! arm set: [`certify`], exact) or over a box ([`certify_box`]: a proven upper bound on the
+//! supremum of the UCB by branch and bound, derived in its documentation).
 //!
 //! # What is guaranteed, and when
 //!
@@ -68,8 +69,10 @@
 //! # Ok::<(), kernel_bandits::Error>(())
 //! ```
 
+mod box_bound;
 mod certificate;
 mod stopping;
 
+pub use box_bound::{BoxCertificate, BoxCertifyOptions, BoxOrder, certify_box};
 pub use certificate::{Certifier, RegretCertificate, certify};
 pub use stopping::{CertifiedRun, Step, Stop, StoppingRule};

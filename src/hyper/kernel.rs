@@ -292,6 +292,17 @@ impl Kernel for FittedKernel {
         self.family.smoothness()
     }
 
+    /// The family's profile, the fitted variance and length-scales.
+    fn regularity(&self) -> Option<crate::kernel::KernelRegularity> {
+        Some(
+            crate::kernel::KernelRegularity::of_family(
+                self.family.smoothness(),
+                self.lengthscales.clone(),
+            )
+            .scaled(self.variance),
+        )
+    }
+
     /// ∂k/∂xᵢ = s² κ′(r̃) (dᵢ/r̃)/ℓᵢ, dᵢ = (xᵢ − x′ᵢ)/ℓᵢ; zero at x = x′.
     fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
         if self.per_dimension {

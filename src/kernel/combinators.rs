@@ -60,6 +60,10 @@ impl<K: Kernel> Kernel for Scaled<K> {
     fn smoothness(&self) -> Option<f64> {
         self.inner.smoothness()
     }
+    /// The inner kernel's, with s² times its variance.
+    fn regularity(&self) -> Option<super::KernelRegularity> {
+        self.inner.regularity().map(|r| r.scaled(self.variance))
+    }
     /// s² ∇k.
     fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
         self.inner.gradient(x, y, out)?;

@@ -505,6 +505,15 @@ impl Kernel for Matern {
         Some(self.nu())
     }
 
+    /// κ2 = ν/(ν − 1) for ν > 1, κ4 = 3ν²/((ν − 1)(ν − 2)) for ν > 2 (see
+    /// [`super::KernelRegularity`]).
+    fn regularity(&self) -> Option<super::KernelRegularity> {
+        Some(super::KernelRegularity::of_family(
+            Some(self.nu()),
+            vec![self.lengthscale],
+        ))
+    }
+
     /// ∂k(x, y)/∂x; the zero vector at x = y for every ν (see [`Matern`] for the formulas and
     /// for what that zero means when ν ≤ 1/2).
     fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {

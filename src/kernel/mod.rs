@@ -105,6 +105,15 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// What a proven bound over a box needs to know about the kernel
+    /// ([`crate::decide::certify_box`]): `Some` only if k(x, y) = s² κ(‖(x − y)/ℓ‖) for a unit
+    /// profile κ that is nonincreasing on [0, ∞) (so that, over a box centred at c, k(c, ·) is
+    /// smallest at its corners), with the constants of [`KernelRegularity`]. `None` (the
+    /// provided method) for every other kernel: the box bound then refuses it.
+    fn regularity(&self) -> Option<KernelRegularity> {
+        None
+    }
+
     /// The gradient ∂k(x, y)/∂x with respect to the first argument, written into `out`
     /// (`x.len()` entries). The confidence bounds' gradients and the continuous maximisation
     /// of [`crate::agent::BanditAgent::select_in`] are built on it.
@@ -189,6 +198,92 @@ pub trait Kernel: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// The regularity of a stationary kernel k(x, y) = s² κ(‖(x − y)/ℓ‖) with a nonincreasing
+/// unit profile κ (κ(0) = 1), one length-scale ℓᵢ per coordinate or one for all
+/// ([`Kernel::regularity`]).
+///
+/// With r the scaled distance, the profile's derivatives at 0 (Rasmussen & Williams 2006
+/// §4.2; checked symbolically and, for general ν, against a series fit of Eq. 4.14):
+///
+/// | kernel | κ2 = −κ″(0) | κ4 = κ⁗(0) |
+/// |---|---|---|
+/// | RBF | 1 | 3 |
+/// | Matérn ν > 2 | ν/(ν − 1) | 3ν²/((ν − 1)(ν − 2)) (25 at ν = 5/2) |
+/// | Matérn 1 < ν ≤ 2 | ν/(ν − 1) | none (κ is not four times differentiable at 0) |
+/// | Matérn ν ≤ 1 | none | none (κ(r) = 1 − O(r^{2ν}), or 1 − √3 r… at ν = 3/2 is covered above) |
+///
+/// In the feature space, along any unit direction u, ‖∂ᵤφ(x)‖² ≤ s²κ2/ℓ_min² and
+/// ‖∂ᵤ²φ(x)‖² ≤ s²κ4/ℓ_min⁴ ([`KernelRegularity::curvature`], [`KernelRegularity::fourth`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct KernelRegularity {
+    /// s² = k(x, x).
+    pub variance: f64,
+    /// ℓ: one per coordinate, or one value shared by all.
+    pub lengthscales: Vec<f64>,
+    /// κ2 = −κ″(0) of the unit profile, if κ is twice differentiable at 0.
+    pub profile_curvature: Option<f64>,
+    /// κ4 = κ⁗(0) of the unit profile, if κ is four times differentiable at 0.
+    pub profile_fourth: Option<f64>,
+}
+
+impl KernelRegularity {
+    /// A regularity description (see the type's documentation).
+    pub fn new(
+        variance: f64,
+        lengthscales: Vec<f64>,
+        profile_curvature: Option<f64>,
+        profile_fourth: Option<f64>,
+    ) -> Self {
+        Self {
+            variance,
+            lengthscales,
+            profile_curvature,
+            profile_fourth,
+        }
+    }
+
+    /// The Matérn profile of smoothness ν (or the RBF profile for `None`) at length-scale ℓ.
+    pub(crate) fn of_family(nu: Option<f64>, lengthscales: Vec<f64>) -> Self {
+        let (k2, k4) = match nu {
+            None => (Some(1.0), Some(3.0)),
+            Some(nu) => (
+                (nu > 1.0).then(|| nu / (nu - 1.0)),
+                (nu > 2.0).then(|| 3.0 * nu * nu / ((nu - 1.0) * (nu - 2.0))),
+            ),
+        };
+        Self::new(1.0, lengthscales, k2, k4)
+    }
+
+    /// The shortest length-scale.
+    pub fn shortest_lengthscale(&self) -> f64 {
+        self.lengthscales
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// k2 ≥ ‖∂ᵤφ(x)‖² = −∂²ₛ k(x, x + su)|ₛ₌₀ for every unit u: s²κ2/ℓ_min².
+    pub fn curvature(&self) -> Option<f64> {
+        let l = self.shortest_lengthscale();
+        self.profile_curvature
+            .map(|k2| self.variance * k2 / (l * l))
+    }
+
+    /// k4 ≥ ‖∂ᵤ²φ(x)‖² = ∂⁴ₛ k(x, x + su)|ₛ₌₀ for every unit u: s²κ4/ℓ_min⁴.
+    pub fn fourth(&self) -> Option<f64> {
+        let l = self.shortest_lengthscale();
+        self.profile_fourth
+            .map(|k4| self.variance * k4 / (l * l * l * l))
+    }
+
+    /// The same kernel multiplied by an output scale.
+    pub(crate) fn scaled(mut self, variance: f64) -> Self {
+        self.variance *= variance;
+        self
+    }
+}
+
 macro_rules! forward_kernel {
     ($($wrapper:ty),*) => {$(
         impl<K: Kernel + ?Sized> Kernel for $wrapper {
@@ -209,6 +304,9 @@ macro_rules! forward_kernel {
             }
             fn smoothness(&self) -> Option<f64> {
                 (**self).smoothness()
+            }
+            fn regularity(&self) -> Option<KernelRegularity> {
+                (**self).regularity()
             }
             #[inline]
             fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {

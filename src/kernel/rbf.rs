@@ -58,6 +58,14 @@ impl Kernel for Rbf {
         1.0
     }
 
+    /// κ2 = 1, κ4 = 3 (see [`super::KernelRegularity`]).
+    fn regularity(&self) -> Option<super::KernelRegularity> {
+        Some(super::KernelRegularity::of_family(
+            None,
+            vec![self.lengthscale],
+        ))
+    }
+
     /// ∂k/∂x = −k(x, y)(x − y)/ℓ².
     fn gradient(&self, x: &[f64], y: &[f64], out: &mut [f64]) -> Result<()> {
         let k = self.eval(x, y);

@@ -10,6 +10,7 @@ mod argmax_pruning;
 mod bad_input;
 mod batch_pending;
 mod bbkb;
+mod box_certificate;
 mod checked_bounds;
 mod cli_batch;
 mod cli_bench;
