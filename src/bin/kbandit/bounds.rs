@@ -251,6 +251,36 @@ fn report_noise(estimate: &NoiseEstimate, sigma: f64) {
 /// bound answers it (μ = 0, ρ² = k(x, x), q = ld = 0), and the header, which names the inputs
 /// and the response, still gives the input dimension. So a rejected file is read once more,
 /// to tell a header-only file from one that is really at fault.
+/// The observations (inputs, then the `value` column) and the points (the same inputs) of a
+/// command, checked to agree: (observations, points, input dimension).
+///
+/// # Errors
+/// Unreadable files, fewer than two columns of observations, or points of another dimension
+/// (messages name the file and the line).
+pub(crate) fn read_data_and_points(
+    data: &Path,
+    points: &Path,
+    value: &str,
+) -> std::result::Result<(Table, Table, usize), String> {
+    let observations = read_observations(data)?;
+    let rows = table::read(points)?;
+    let (data_name, points_name) = (data.display(), points.display());
+    if observations.columns < 2 {
+        return Err(format!(
+            "{data_name}:1: need at least two columns (inputs, then the {value}), found {}",
+            observations.columns
+        ));
+    }
+    let dim = observations.columns - 1;
+    if rows.columns != dim {
+        return Err(format!(
+            "{points_name}:1: expected {dim} columns (the input dimension of {data_name}), found {}",
+            rows.columns
+        ));
+    }
+    Ok((observations, rows, dim))
+}
+
 pub(crate) fn read_observations(path: &Path) -> std::result::Result<Table, String> {
     let error = match table::read(path) {
         Ok(table) => return Ok(table),
@@ -342,22 +372,8 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
         }
         Some(_) => None,
     };
-    let data = read_observations(&args.data)?;
-    let query = table::read(&args.query)?;
+    let (data, query, dim) = read_data_and_points(&args.data, &args.query, "response")?;
     let (data_name, query_name) = (args.data.display(), args.query.display());
-    if data.columns < 2 {
-        return Err(format!(
-            "{data_name}:1: need at least two columns (inputs, then the response), found {}",
-            data.columns
-        ));
-    }
-    let dim = data.columns - 1;
-    if query.columns != dim {
-        return Err(format!(
-            "{query_name}:1: expected {dim} columns (the input dimension of {data_name}), found {}",
-            query.columns
-        ));
-    }
     let inputs: Vec<Vec<f64>> = (0..data.rows())
         .map(|i| data.row(i)[..dim].to_vec())
         .collect();

@@ -16,9 +16,8 @@ use kernel_bandits::decide::RegretCertificate;
 use kernel_bandits::prelude::*;
 
 use crate::Assumptions;
-use crate::bounds::{build_kernel, read_observations};
+use crate::bounds::{build_kernel, read_data_and_points};
 use crate::kernels::KernelName;
-use crate::table;
 
 /// The next arm was printed: evaluate it, append the row, call again.
 pub const EXIT_CONTINUE: u8 = 0;
@@ -147,22 +146,8 @@ pub fn run(args: &SuggestArgs) -> Result<u8, String> {
         .bound
         .build(kernel, &BoundConfig::new().params(params))
         .map_err(|e| e.to_string())?;
-    let data = read_observations(&args.data)?;
-    let arms = table::read(&args.arms)?;
+    let (data, arms, dim) = read_data_and_points(&args.data, &args.arms, "value")?;
     let (data_name, arms_name) = (args.data.display(), args.arms.display());
-    if data.columns < 2 {
-        return Err(format!(
-            "{data_name}:1: need at least two columns (inputs, then the value), found {}",
-            data.columns
-        ));
-    }
-    let dim = data.columns - 1;
-    if arms.columns != dim {
-        return Err(format!(
-            "{arms_name}:1: expected {dim} columns (the input dimension of {data_name}), found {}",
-            arms.columns
-        ));
-    }
     let (mut lowest, mut highest) = (f64::INFINITY, f64::NEG_INFINITY);
     for i in 0..data.rows() {
         let row = data.row(i);
