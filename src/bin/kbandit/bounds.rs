@@ -28,32 +28,11 @@ pub struct BoundsArgs {
     /// Query points: a header row, then one row per point (the data's input dimension).
     #[arg(long)]
     query: PathBuf,
-    /// Kernel.
-    #[arg(long, value_enum)]
-    kernel: KernelName,
-    /// Matérn smoothness ν ∈ (0, 100] of `--kernel matern` (required there, refused with any
-    /// other kernel).
-    #[arg(long, allow_negative_numbers = true)]
-    nu: Option<f64>,
-    /// Length-scale ℓ (required by every kernel but `linear`).
-    #[arg(long, allow_negative_numbers = true)]
-    lengthscale: Option<f64>,
     /// Confidence bound: ay, igp, amm, dmm or cmm.
     #[arg(long, value_parser = crate::parse_bound)]
     bound: BoundKind,
     #[command(flatten)]
-    assumptions: Assumptions,
-    /// c: covariance scale of the martingale mixture (a0 = σ²/c) [default: adaptive: AMM, DMM
-    /// and CMM choose it from the grid 10^{-j/2}, j = 0..8, paying ln 9 in the radius; AY and IGP
-    /// use c = 1].
-    #[arg(long, allow_negative_numbers = true)]
-    scale: Option<f64>,
-    /// λ for AY-GP-UCB [default: σ²/c].
-    #[arg(long, allow_negative_numbers = true)]
-    lambda: Option<f64>,
-    /// η for IGP-UCB (the paper's 2/T with T = 1000).
-    #[arg(long, default_value_t = 0.002, allow_negative_numbers = true)]
-    eta: f64,
+    model: ModelArgs,
     /// Fit the length-scale ℓ and the noise σ (maximum a posteriori under the priors of
     /// `kernel_bandits::hyper`; family from `--kernel` and `--nu`, output scale 1) on the
     /// observations (the first `--warmup` rows if given), print them to stderr and use them
@@ -89,6 +68,64 @@ pub struct BoundsArgs {
     certify: bool,
 }
 
+/// The kernel, the assumptions and the bounds' tuning constants, shared by `kbandit bounds` and
+/// `kbandit suggest` (each adds its own `--bound`).
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// Kernel.
+    #[arg(long, value_enum)]
+    pub kernel: KernelName,
+    /// Matérn smoothness ν ∈ (0, 100] of `--kernel matern` (required there, refused with any
+    /// other kernel).
+    #[arg(long, allow_negative_numbers = true)]
+    pub nu: Option<f64>,
+    /// Length-scale ℓ (required by every kernel but `linear`).
+    #[arg(long, allow_negative_numbers = true)]
+    pub lengthscale: Option<f64>,
+    #[command(flatten)]
+    pub assumptions: Assumptions,
+    /// c: covariance scale of the martingale mixture (a0 = σ²/c) [default: adaptive: AMM, DMM
+    /// and CMM choose it from the grid 10^{-j/2}, j = 0..8, paying ln 9 in the radius; AY and IGP
+    /// use c = 1].
+    #[arg(long, allow_negative_numbers = true)]
+    pub scale: Option<f64>,
+    /// λ for AY-GP-UCB [default: σ²/c].
+    #[arg(long, allow_negative_numbers = true)]
+    pub lambda: Option<f64>,
+    /// η for IGP-UCB (the paper's 2/T with T = 1000).
+    #[arg(long, default_value_t = 0.002, allow_negative_numbers = true)]
+    pub eta: f64,
+}
+
+impl ModelArgs {
+    /// The kernel of `--kernel`, `--nu` and `--lengthscale`.
+    pub fn kernel(&self) -> std::result::Result<Box<dyn Kernel>, String> {
+        build_kernel(self.kernel, self.nu, self.lengthscale)
+    }
+
+    /// The parameters of the command line, with σ replaced by `sigma` and B by `norm_bound`.
+    pub fn params_with(&self, sigma: f64, norm_bound: f64) -> BoundParams {
+        let mut params = self
+            .assumptions
+            .apply(BoundParams::new())
+            .sigma(sigma)
+            .norm_bound(norm_bound)
+            .eta(self.eta);
+        if let Some(scale) = self.scale {
+            params = params.scale(scale);
+        }
+        if let Some(lambda) = self.lambda {
+            params = params.lambda(lambda);
+        }
+        params
+    }
+
+    /// The parameters of the command line.
+    pub fn params(&self) -> BoundParams {
+        self.params_with(self.assumptions.sigma, self.assumptions.norm_bound)
+    }
+}
+
 /// The exit status of `kbandit bounds` when the data refute the assumptions (see
 /// [`misspecification_warning`]), unless `--allow-crossed` is given.
 pub const EXIT_MISSPECIFIED: u8 = 3;
@@ -112,7 +149,7 @@ fn misspecification_warning(what: &str, sigma: f64, norm_bound: f64, args: &Boun
 }
 
 fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
-    build_kernel(args.kernel, args.nu, args.lengthscale).map_err(|e| {
+    args.model.kernel().map_err(|e| {
         if e.starts_with("--lengthscale is required") {
             format!("{e} (or fit it with --fit)")
         } else {
@@ -121,8 +158,8 @@ fn kernel(args: &BoundsArgs) -> std::result::Result<Box<dyn Kernel>, String> {
     })
 }
 
-/// The kernel of `--kernel`, `--nu` and `--lengthscale` (shared with `kbandit suggest`).
-pub(crate) fn build_kernel(
+/// The kernel of `--kernel`, `--nu` and `--lengthscale`.
+fn build_kernel(
     name: KernelName,
     nu: Option<f64>,
     lengthscale: Option<f64>,
@@ -142,31 +179,17 @@ pub(crate) fn build_kernel(
 
 /// The kernel family `--fit` fits: the radial kernel of `--kernel` and `--nu`.
 fn family(args: &BoundsArgs) -> std::result::Result<KernelFamily, String> {
-    if args.lengthscale.is_some() {
+    if args.model.lengthscale.is_some() {
         return Err("--lengthscale conflicts with --fit, which fits it".into());
     }
-    match (args.kernel, args.kernel.smoothness(args.nu)?) {
+    match (
+        args.model.kernel,
+        args.model.kernel.smoothness(args.model.nu)?,
+    ) {
         (KernelName::Linear, _) => Err("--fit needs a radial kernel (rbf or matern)".into()),
         (_, Some(nu)) => Ok(KernelFamily::Matern { nu }),
         (_, None) => Ok(KernelFamily::Rbf),
     }
-}
-
-/// The parameters of the command line, with σ replaced by `sigma` and B by `norm_bound`.
-fn params(args: &BoundsArgs, sigma: f64, norm_bound: f64) -> BoundParams {
-    let mut params = args
-        .assumptions
-        .apply(BoundParams::new())
-        .sigma(sigma)
-        .norm_bound(norm_bound)
-        .eta(args.eta);
-    if let Some(scale) = args.scale {
-        params = params.scale(scale);
-    }
-    if let Some(lambda) = args.lambda {
-        params = params.lambda(lambda);
-    }
-    params
 }
 
 /// The bound the command computes: as given, or with B doubled on refutation.
@@ -194,8 +217,10 @@ fn bound(args: &BoundsArgs, kernel: Box<dyn Kernel>, sigma: f64) -> Result<Built
             ),
         });
     }
-    let norm_bound = args.adaptive_norm.unwrap_or(args.assumptions.norm_bound);
-    let config = BoundConfig::new().params(params(args, sigma, norm_bound));
+    let norm_bound = args
+        .adaptive_norm
+        .unwrap_or(args.model.assumptions.norm_bound);
+    let config = BoundConfig::new().params(args.model.params_with(sigma, norm_bound));
     let bound = args.bound.build(kernel, &config)?;
     Ok(match args.adaptive_norm {
         None => Built::Plain(bound),
@@ -367,9 +392,9 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
     // Without --fit the kernel and the bound are checked before any file is read, so that a bad
     // flag is reported as such whatever the files hold.
     let given = match family {
-        None => {
-            Some(bound(args, kernel(args)?, args.assumptions.sigma).map_err(|e| e.to_string())?)
-        }
+        None => Some(
+            bound(args, kernel(args)?, args.model.assumptions.sigma).map_err(|e| e.to_string())?,
+        ),
         Some(_) => None,
     };
     let (data, query, dim) = read_data_and_points(&args.data, &args.query, "response")?;
@@ -380,7 +405,7 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
     let targets: Vec<f64> = (0..data.rows()).map(|i| data.row(i)[dim]).collect();
     let (kernel, sigma, first) = match family {
         // The same kernel again (cheap): the one built above is inside `given`.
-        None => (kernel(args)?, args.assumptions.sigma, 0),
+        None => (kernel(args)?, args.model.assumptions.sigma, 0),
         Some(family) => {
             let warmup = args.warmup.unwrap_or(data.rows());
             if warmup < 2 || warmup > data.rows() {
@@ -391,7 +416,7 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
             }
             let mut options = FitOptions::new().family(family);
             if sigma_given {
-                options = options.noise(Noise::Fixed(args.assumptions.sigma));
+                options = options.noise(Noise::Fixed(args.model.assumptions.sigma));
             }
             let fit = fit_hyperparameters(&options, &inputs[..warmup], &targets[..warmup])
                 .map_err(|e| format!("--fit on the first {warmup} rows of {data_name}: {e}"))?;
@@ -453,7 +478,7 @@ pub fn run(args: &BoundsArgs, sigma_given: bool) -> std::result::Result<bool, St
     }
     let norm_bound = match &built {
         Built::Adaptive(adaptive) => adaptive.norm_bound(),
-        Built::Plain(_) => args.assumptions.norm_bound,
+        Built::Plain(_) => args.model.assumptions.norm_bound,
     };
     let bound = built.bound();
     let points = Points::from_row_major(&query.values, dim).map_err(|e| e.to_string())?;
@@ -532,7 +557,7 @@ fn print_certificate(
             None => format!(
                 " (with probability ≥ 1 − δ = {}, the best row is at most gap better than the \
                  recommended one)",
-                1.0 - args.assumptions.delta
+                1.0 - args.model.assumptions.delta
             ),
             Some(why) => format!(" (an estimate, not a guarantee: {why})"),
         }

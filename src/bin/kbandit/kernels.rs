@@ -17,7 +17,7 @@ pub enum KernelName {
     Matern12 = 3,
     /// Linear: k = xᵀx' (no length-scale).
     Linear = 4,
-    /// Matérn of any smoothness ν ∈ (0, 100], given with `--nu` (`bounds` and `bench`).
+    /// Matérn of any smoothness ν ∈ (0, 100], given with `--nu` (`bounds`, `suggest` and `bench`).
     Matern = 5,
 }
 

@@ -15,9 +15,7 @@ use kernel_bandits::bound::{BoundConfig, BoundKind};
 use kernel_bandits::decide::RegretCertificate;
 use kernel_bandits::prelude::*;
 
-use crate::Assumptions;
-use crate::bounds::{build_kernel, read_data_and_points};
-use crate::kernels::KernelName;
+use crate::bounds::{ModelArgs, read_data_and_points};
 
 /// The next arm was printed: evaluate it, append the row, call again.
 pub const EXIT_CONTINUE: u8 = 0;
@@ -39,29 +37,11 @@ pub struct SuggestArgs {
     /// The certificate is over these rows.
     #[arg(long)]
     arms: PathBuf,
-    /// Kernel.
-    #[arg(long, value_enum)]
-    kernel: KernelName,
-    /// Matérn smoothness ν ∈ (0, 100] of `--kernel matern`.
-    #[arg(long, allow_negative_numbers = true)]
-    nu: Option<f64>,
-    /// Length-scale ℓ (required by every kernel but `linear`).
-    #[arg(long, allow_negative_numbers = true)]
-    lengthscale: Option<f64>,
     /// Confidence bound: ay, igp, amm, dmm or cmm.
     #[arg(long, value_parser = crate::parse_bound, default_value = "dmm")]
     bound: BoundKind,
     #[command(flatten)]
-    assumptions: Assumptions,
-    /// c: covariance scale of the martingale mixture [default: adaptive, as `kbandit bounds`].
-    #[arg(long, allow_negative_numbers = true)]
-    scale: Option<f64>,
-    /// λ for AY-GP-UCB [default: σ²/c].
-    #[arg(long, allow_negative_numbers = true)]
-    lambda: Option<f64>,
-    /// η for IGP-UCB (the paper's 2/T with T = 1000).
-    #[arg(long, default_value_t = 0.002, allow_negative_numbers = true)]
-    eta: f64,
+    model: ModelArgs,
     /// Stop when the certified gap is at most ε (in the values' units).
     #[arg(long, allow_negative_numbers = true)]
     gap: Option<f64>,
@@ -134,14 +114,8 @@ fn check(args: &SuggestArgs) -> Result<(), String> {
 /// A one-line message naming the file and line where the problem is.
 pub fn run(args: &SuggestArgs) -> Result<u8, String> {
     check(args)?;
-    let kernel = build_kernel(args.kernel, args.nu, args.lengthscale)?;
-    let mut params = args.assumptions.apply(BoundParams::new()).eta(args.eta);
-    if let Some(scale) = args.scale {
-        params = params.scale(scale);
-    }
-    if let Some(lambda) = args.lambda {
-        params = params.lambda(lambda);
-    }
+    let kernel = args.model.kernel()?;
+    let params = args.model.params();
     let mut bound = args
         .bound
         .build(kernel, &BoundConfig::new().params(params))
@@ -167,8 +141,8 @@ pub fn run(args: &SuggestArgs) -> Result<u8, String> {
         eprintln!(
             "kbandit: warning: {what}. σ = {}, B = {}: nothing is certified; try a larger \
              --norm-bound, a larger σ, another kernel or length-scale. Exit status {}",
-            args.assumptions.sigma,
-            args.assumptions.norm_bound,
+            args.model.assumptions.sigma,
+            args.model.assumptions.norm_bound,
             crate::bounds::EXIT_MISSPECIFIED
         );
         return Ok(crate::bounds::EXIT_MISSPECIFIED);
@@ -184,7 +158,7 @@ pub fn run(args: &SuggestArgs) -> Result<u8, String> {
         && gap <= r * range
     {
         Verdict::RelativeGap
-    } else if args.noise_level && gap <= args.assumptions.sigma {
+    } else if args.noise_level && gap <= args.model.assumptions.sigma {
         Verdict::NoiseLevel
     } else if args.budget.is_some_and(|b| n >= b) {
         Verdict::Budget
@@ -231,7 +205,7 @@ pub fn run(args: &SuggestArgs) -> Result<u8, String> {
                     args.relative_gap.unwrap_or_default(),
                     range.unwrap_or_default()
                 ),
-                Verdict::NoiseLevel => format!("gap ≤ σ = {}", args.assumptions.sigma),
+                Verdict::NoiseLevel => format!("gap ≤ σ = {}", args.model.assumptions.sigma),
                 _ => format!(
                     "budget of {} observations spent, not certified",
                     args.budget.unwrap_or_default()
@@ -240,7 +214,7 @@ pub fn run(args: &SuggestArgs) -> Result<u8, String> {
             eprintln!(
                 "stop ({why}): {summary} (with probability ≥ 1 − δ = {}, the best arm is at \
                  most gap better than the recommended one)",
-                1.0 - args.assumptions.delta
+                1.0 - args.model.assumptions.delta
             );
         }
     }
