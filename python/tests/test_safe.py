@@ -134,3 +134,22 @@ def test_refuted_assumptions_raise_misspecified_error():
     assert agent.refuted is not None
     with pytest.raises(kb.MisspecifiedError, match="constraint 0"):
         agent.next()
+
+
+def test_the_controller_example_never_evaluates_unsafe_gains():
+    """python/examples/safe_controller.py, shortened: every experiment is safe, everything
+    certified safe is safe, the safe set grows from the seed, and the gap bounds the regret
+    within the certified set."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "safe_controller.py"
+    spec = importlib.util.spec_from_file_location("safe_controller", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = module.main(evaluations=30, grid=20)
+    assert out["unsafe"] == 0
+    assert out["certified_safe_true"]
+    assert out["certified"] == sorted(out["certified"])
+    assert out["certified"][-1] > 2 * out["certified"][0]
+    assert 0.0 <= out["regret_in_certified"] <= out["gap"]
