@@ -9,7 +9,7 @@ use faer::{Accum, Mat, MatMut, MatRef, Par, Side};
 
 use super::health::clamp_variance;
 use crate::error::{Error, Result};
-use crate::linalg::dot;
+use crate::linalg::{dot, dot_simd};
 
 /// The largest q_a (and a·q_a) an update may produce: targets whose quadratic form would pass
 /// it (|y| ≳ 10¹⁵⁰) are refused with [`Error::NonFinite`].
@@ -172,12 +172,12 @@ impl CholeskyFactor {
     }
 
     /// Forward substitution v = L⁻¹b for one right-hand side, in place.
-    pub(crate) fn forward_solve(&self, b: &mut [f64]) {
+    pub(crate) fn forward_solve(&self, mut b: &mut [f64]) {
         debug_assert_eq!(b.len(), self.len);
-        for i in 0..self.len {
-            let row = self.row(i);
-            b[i] = (b[i] - dot(&row[..i], &b[..i])) / row[i];
-        }
+        pulp::Arch::new().dispatch(ForwardSubstitution {
+            factor: self,
+            columns: std::slice::from_mut(&mut b),
+        });
     }
 
     /// L⁻¹bⱼ in place for every column bⱼ of `columns`, each the same bits as
@@ -187,12 +187,10 @@ impl CholeskyFactor {
     /// columns as for one.
     pub(crate) fn forward_solve_columns(&self, columns: &mut [Vec<f64>]) {
         debug_assert!(columns.iter().all(|b| b.len() == self.len));
-        for i in 0..self.len {
-            let row = self.row(i);
-            for b in columns.iter_mut() {
-                b[i] = (b[i] - dot(&row[..i], &b[..i])) / row[i];
-            }
-        }
+        pulp::Arch::new().dispatch(ForwardSubstitution {
+            factor: self,
+            columns,
+        });
     }
 
     /// V = L⁻¹B in place, for B given row-major (t × m) in `rhs`: in blocks of columns (spread
@@ -505,6 +503,31 @@ impl CholeskyFactor {
         self.whitened_targets.truncate(len);
         self.log_det_prefix.truncate(len);
         self.quad_form_prefix.truncate(len);
+    }
+}
+
+/// The forward substitutions of [`CholeskyFactor::forward_solve`] and
+/// [`CholeskyFactor::forward_solve_columns`], as a `pulp` kernel (see [`BackSubstitution`]):
+/// the dot products run on the CPU's widest vectors ([`dot_simd`], AVX2 or AVX-512) instead of
+/// baseline SSE2, with the same bits as [`dot`].
+struct ForwardSubstitution<'a, B> {
+    factor: &'a CholeskyFactor,
+    columns: &'a mut [B],
+}
+
+impl<B: AsMut<[f64]>> pulp::WithSimd for ForwardSubstitution<'_, B> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) {
+        let Self { factor, columns } = self;
+        for i in 0..factor.len {
+            let row = factor.row(i);
+            for b in columns.iter_mut() {
+                let b = b.as_mut();
+                b[i] = (b[i] - dot_simd(simd, &row[..i], &b[..i])) / row[i];
+            }
+        }
     }
 }
 
