@@ -36,6 +36,8 @@
 //! recommended arm, f(x*) − f(x̂) with x* the best of the arms, and reports the smallest margin
 //! G − (f(x*) − f(x̂)) over every round of every run.
 
+mod boxed;
+
 use std::path::Path;
 use std::time::Instant;
 
@@ -87,8 +89,43 @@ pub struct StoppingArgs {
     /// Repetitions (one f and one arm set each) per kernel.
     #[arg(long, default_value_t = 10)]
     reps: usize,
+    /// Domains (comma-separated): `arms`, the fixed arm set; `box`, the box [0, 1]³ (certified
+    /// by branch and bound on a geometric schedule of rounds).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Domain::Arms, Domain::Box])]
+    domains: Vec<Domain>,
+    /// Evaluations per run on the box at most (also its T of the paper's c and IGP's η).
+    #[arg(long = "box-budget", default_value_t = 200)]
+    box_budget: usize,
+    /// On the box, certify after round(5·r^k) evaluations, k = 0, 1, … (distinct), and at the
+    /// budget: this r (> 1).
+    #[arg(
+        long = "box-ratio",
+        default_value_t = 1.25,
+        allow_negative_numbers = true
+    )]
+    box_ratio: f64,
+    /// Sub-boxes per box certificate at most (the branch and bound's budget).
+    #[arg(long = "box-boxes", default_value_t = 10_000)]
+    box_boxes: usize,
+    /// Tolerance of a box certificate: stop its search when the proven bound on sup UCB is
+    /// within this of the best UCB found.
+    #[arg(
+        long = "box-tolerance",
+        default_value_t = 0.05,
+        allow_negative_numbers = true
+    )]
+    box_tolerance: f64,
     #[command(flatten)]
     run: RunOptions,
+}
+
+/// The domains of the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum Domain {
+    /// The fixed arm set.
+    Arms,
+    /// The box [0, 1]³.
+    Box,
 }
 
 /// The methods compared.
@@ -555,6 +592,29 @@ fn check_args(args: &StoppingArgs) -> Result<(), String> {
     if let Some(e) = first_repeat(&args.epsilons) {
         return fail(&format!("--epsilons lists {e} twice"));
     }
+    if args.domains.is_empty() {
+        return fail("--domains needs at least one value");
+    }
+    if let Some(d) = first_repeat(&args.domains) {
+        return fail(&format!("--domains lists {d:?} twice"));
+    }
+    if args.domains.contains(&Domain::Box) {
+        if args.box_budget == 0 || args.box_boxes == 0 {
+            return fail("--box-budget and --box-boxes must be at least 1");
+        }
+        if !(args.box_ratio.is_finite() && args.box_ratio > 1.0) {
+            return fail(&format!(
+                "--box-ratio {} is not finite and above 1",
+                args.box_ratio
+            ));
+        }
+        if !(args.box_tolerance.is_finite() && args.box_tolerance >= 0.0) {
+            return fail(&format!(
+                "--box-tolerance {} is not finite and at least 0",
+                args.box_tolerance
+            ));
+        }
+    }
     KernelName::require_radial(&args.kernels, "reproduce stopping")?;
     args.run.check()
 }
@@ -563,6 +623,17 @@ fn check_args(args: &StoppingArgs) -> Result<(), String> {
 pub fn run(args: &StoppingArgs) -> Result<(), String> {
     check_args(args)?;
     create_dir(&args.run.out)?;
+    if args.domains.contains(&Domain::Arms) {
+        run_arms(args)?;
+    }
+    if args.domains.contains(&Domain::Box) {
+        boxed::run(args)?;
+    }
+    Ok(())
+}
+
+/// The finite half: writes `stopping.json`, `stopping.csv` and its plots.
+fn run_arms(args: &StoppingArgs) -> Result<(), String> {
     let mut jobs: Vec<(KernelName, Method, usize)> = args
         .kernels
         .iter()
