@@ -429,7 +429,9 @@ class KernelBanditSampler(BaseSampler):
         names = list(search_space)
         self._wait_for_earlier(study, trial)
         x, y, running = self._read(study, trial, search_space, names)
-        agent = None if len(y) < self._n_startup_trials else self._agent(x, y, trial)
+        # The model needs the startup trials, and two distinct points to fit a length-scale on.
+        distinct = len(y) > 0 and len(np.unique(x, axis=0)) >= 2
+        agent = self._agent(x, y, trial) if len(y) >= self._n_startup_trials and distinct else None
         self._last_pending = sorted(running)
         return self._choose(agent, search_space, names, running, trial)
 

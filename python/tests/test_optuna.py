@@ -165,19 +165,21 @@ def test_ints_logs_and_categoricals_are_valid_and_int_grids_stay_distinct():
     # The log-scaled float is searched in log space: the best lr is near 1e-3 (log10 = -3).
     assert abs(math.log10(study.best_params["lr"]) + 3) < 0.5
 
-    # A 3 × 3 int grid and 9 trials running at once: the sampler hands out every grid point once.
-    grid = optuna.create_study(sampler=KernelBanditSampler(seed=8, n_startup_trials=3))
+    # A 5 × 2 int grid and 8 trials running at once: every one gets its own grid point (the
+    # continuous choices would all round to one cell). Seed 2 draws its two startup trials at
+    # the same grid point: the model waits for two distinct points before fitting.
+    for seed in (0, 1, 2):
+        grid = optuna.create_study(sampler=KernelBanditSampler(seed=seed, n_startup_trials=2))
 
-    def ask_grid():
-        trial = grid.ask()
-        return trial, (trial.suggest_int("a", 0, 2), trial.suggest_int("b", 0, 2))
+        def ask_grid():
+            trial = grid.ask()
+            return trial, (trial.suggest_int("a", 0, 4), trial.suggest_int("b", 0, 1))
 
-    for _ in range(3):
-        trial, (a, b) = ask_grid()
-        grid.tell(trial, (a - 1) ** 2 + (b - 1) ** 2)
-    running = [ask_grid() for _ in range(6)]
-    points = [p for _, p in running]
-    assert len(set(points)) == 6, f"duplicate int points among running trials: {points}"
+        for _ in range(2):
+            trial, (a, b) = ask_grid()
+            grid.tell(trial, (a - 2) ** 2 + b)
+        points = [ask_grid()[1] for _ in range(8)]
+        assert len(set(points)) == 8, f"seed {seed}: duplicate int points among running trials: {points}"
 
 
 def test_bad_arguments_raise_clear_errors():
