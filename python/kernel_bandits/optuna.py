@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 import zlib
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -57,6 +58,7 @@ except ImportError:  # pragma: no cover - a future Optuna without the terminator
     _ImprovementBase = object  # type: ignore[misc,assignment]
 
 from . import _core as _kb
+from ._values import MisspecificationWarning
 
 __all__ = [
     "CertifiedGapCallback",
@@ -245,6 +247,8 @@ class KernelBanditSampler(BaseSampler):
         starts: space-filling starts of the acquisition's search (the agent's default: 1024).
         warn_independent_sampling: log when a parameter falls back to the independent sampler
             after the startup trials.
+        prior_mean: with ``kernel`` given, a constant m fixed in advance: the bound is on the
+            values (negated when minimising) minus m, as in :class:`CertifiedGapEvaluator`.
         claim_timeout: the longest wait, in seconds, for an earlier running trial to share its
             point (a trial of another sampler, or of a worker that died, never does); default 30.
 
@@ -271,7 +275,10 @@ class KernelBanditSampler(BaseSampler):
         starts: Optional[int] = None,
         warn_independent_sampling: bool = True,
         claim_timeout: float = 30.0,
+        prior_mean: float = 0.0,
     ) -> None:
+        if not math.isfinite(prior_mean):
+            raise ValueError(f"prior_mean must be finite, got {prior_mean!r}")
         if not (claim_timeout >= 0 and math.isfinite(claim_timeout)):
             raise ValueError(f"claim_timeout must be a nonnegative number of seconds, got {claim_timeout!r}")
         if bound not in _kb.bound_names():
@@ -312,6 +319,7 @@ class KernelBanditSampler(BaseSampler):
         self._warn_independent_sampling = warn_independent_sampling
         self._search_space = IntersectionSearchSpace()
         self._claim_timeout = float(claim_timeout)
+        self._prior_mean = float(prior_mean)
         self._proposals: Dict[int, Dict[str, Any]] = {}
         self._last_pending: List[int] = []
         #: Seconds spent proposing the last trial's point (the model's own work, in ``before_trial``).
@@ -470,7 +478,7 @@ class KernelBanditSampler(BaseSampler):
                 adaptive=self._norm_bound is None,
             )
         else:
-            ys = y
+            ys = y - self._prior_mean
             norm_bound = self._norm_bound if self._norm_bound is not None else 1.0
             bound = _kb.make_bound(
                 self._bound, self._kernel, sigma=self._sigma, norm_bound=norm_bound, delta=self._delta
@@ -587,6 +595,14 @@ class CertifiedGapEvaluator(_ImprovementBase):  # type: ignore[misc,valid-type]
         max_boxes, max_seconds: limits of the branch and bound.
         search_space: the distributions to certify over; ``None``: the intersection search
             space of the trials.
+        prior_mean: m, fixed in advance: the bound is on f − m (f the value, negated for a
+            minimised study), whose RKHS norm B must bound; the gap is in the objective's
+            units. A constant costs RKHS norm, so an f near a large constant needs it.
+
+    Raises:
+        ValueError: bad arguments; no completed trial; a categorical parameter.
+        kernel_bandits.MisspecifiedError: the data refute σ, B or the kernel (the confidence set
+            is empty): nothing is certified.
     """
 
     def __init__(
@@ -601,7 +617,10 @@ class CertifiedGapEvaluator(_ImprovementBase):  # type: ignore[misc,valid-type]
         max_boxes: int = 200_000,
         max_seconds: Optional[float] = None,
         search_space: Optional[Dict[str, BaseDistribution]] = None,
+        prior_mean: float = 0.0,
     ) -> None:
+        if not math.isfinite(prior_mean):
+            raise ValueError(f"prior_mean must be finite, got {prior_mean!r}")
         if not isinstance(kernel, _kb.Kernel):
             raise TypeError(f"kernel must be a kernel_bandits kernel, not {type(kernel).__name__}")
         if not (math.isfinite(sigma) and sigma > 0):
@@ -627,8 +646,12 @@ class CertifiedGapEvaluator(_ImprovementBase):  # type: ignore[misc,valid-type]
         self._max_boxes = int(max_boxes)
         self._max_seconds = max_seconds
         self._search_space = search_space
-        #: The last evaluation: ``gap``, ``upper``, ``lcb``, ``trial`` (number of the recommended
-        #: trial), ``params`` and the ``BoxCertificate``; None before the first.
+        self._prior_mean = float(prior_mean)
+        #: The last evaluation: ``gap``, ``upper`` (the proven bound on the best value: sup UCB,
+        #: or inf LCB for a minimised study), ``lcb`` (the recommended trial's bound on its own
+        #: value, the other side when minimising), both in the objective's units, ``trial``
+        #: (number of the recommended trial), ``params`` and the ``BoxCertificate`` (in the
+        #: maximised, shifted units); None before the first.
         self.last_certificate: Optional[Dict[str, Any]] = None
 
     def evaluate(self, trials: List[FrozenTrial], study_direction: StudyDirection) -> float:
@@ -649,7 +672,7 @@ class CertifiedGapEvaluator(_ImprovementBase):  # type: ignore[misc,valid-type]
             raise ValueError("no completed trial has every parameter of the search space")
         sign = -1.0 if study_direction == StudyDirection.MINIMIZE else 1.0
         x = np.array([[_encode(space[n], t.params[n]) for n in names] for t in use], dtype=float)
-        y = sign * np.array([t.value for t in use], dtype=float)
+        y = sign * np.array([t.value for t in use], dtype=float) - self._prior_mean
         bound = _kb.make_bound(
             self._bound, self._kernel, sigma=self._sigma, norm_bound=self._norm_bound, delta=self._delta
         )
@@ -664,10 +687,11 @@ class CertifiedGapEvaluator(_ImprovementBase):  # type: ignore[misc,valid-type]
         lcb = np.asarray(bound.bounds(x).lcb)
         best = int(np.argmax(lcb))
         gap = float(certificate.upper - lcb[best])
+        shift = self._prior_mean
         self.last_certificate = {
             "gap": gap,
-            "upper": float(certificate.upper),
-            "lcb": float(lcb[best]),
+            "upper": sign * (float(certificate.upper) + shift),
+            "lcb": sign * (float(lcb[best]) + shift),
             "trial": use[best].number,
             "params": dict(use[best].params),
             "certificate": certificate,
@@ -684,6 +708,10 @@ class CertifiedGapCallback:
     once): with probability ≥ 1 − δ the best value is at most ``gap`` better than the
     recommended trial's, which the callback stores in the study's user attributes
     ``kernel_bandits:gap`` and ``kernel_bandits:recommended_trial`` (and ``last_certificate``).
+
+    When the data refute the evaluator's σ, B or kernel (``MisspecifiedError``) nothing is
+    certified: the callback warns (``kernel_bandits.MisspecificationWarning``) and never stops
+    on it.
 
     Equivalent to ``optuna.terminator.TerminatorCallback(Terminator(evaluator,
     StaticErrorEvaluator(gap), min_n_trials))`` up to the ≤ (Terminator stops on a strict <).
@@ -705,7 +733,11 @@ class CertifiedGapCallback:
         trials = study.get_trials(deepcopy=False)
         if sum(t.state == TrialState.COMPLETE for t in trials) < self._min_n_trials:
             return
-        gap = self._evaluator.evaluate(trials, study.direction)
+        try:
+            gap = self._evaluator.evaluate(trials, study.direction)
+        except _kb.MisspecifiedError as error:
+            warnings.warn(f"trial {trial.number}: nothing certified, the study goes on: {error}", MisspecificationWarning)
+            return
         self.last_certificate = self._evaluator.last_certificate
         if gap <= self._gap:
             assert self.last_certificate is not None

@@ -310,3 +310,25 @@ def test_the_evaluator_refuses_categoricals_and_empty_studies():
         CertifiedGapEvaluator(KERNEL, sigma=-1.0, norm_bound=1.0)
     with pytest.raises(ValueError, match="gap"):
         CertifiedGapCallback(evaluator, gap=0.0)
+
+
+def test_a_prior_mean_shifts_the_data_and_refuted_assumptions_certify_nothing():
+    def study_of(offset):
+        study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+        study.optimize(lambda t: offset + f(np.array([t.suggest_float("a", 0, 1), t.suggest_float("b", 0, 1)])),
+                       n_trials=25)
+        return study
+
+    plain, shifted = study_of(0.0), study_of(5.0)
+    gap = CertifiedGapEvaluator(KERNEL, sigma=SIGMA, norm_bound=1.2).evaluate(plain.trials, plain.direction)
+    evaluator = CertifiedGapEvaluator(KERNEL, sigma=SIGMA, norm_bound=1.2, prior_mean=5.0)
+    assert evaluator.evaluate(shifted.trials, shifted.direction) == pytest.approx(gap, rel=1e-9, abs=1e-12)
+    assert evaluator.last_certificate["lcb"] > 5.0 - 1.0  # reported in the objective's units
+    # f + 5 has RKHS norm far above 1.2 without the shift: the data refute B, nothing certified.
+    unshifted = CertifiedGapEvaluator(KERNEL, sigma=SIGMA, norm_bound=1.2)
+    with pytest.raises(kb.MisspecifiedError):
+        unshifted.evaluate(shifted.trials, shifted.direction)
+    callback = CertifiedGapCallback(unshifted, gap=10.0)
+    with pytest.warns(kb.MisspecificationWarning, match="nothing certified"):
+        callback(shifted, shifted.trials[-1])
+    assert "kernel_bandits:gap" not in shifted.user_attrs and callback.last_certificate is None
