@@ -332,3 +332,22 @@ def test_a_prior_mean_shifts_the_data_and_refuted_assumptions_certify_nothing():
     with pytest.warns(kb.MisspecificationWarning, match="nothing certified"):
         callback(shifted, shifted.trials[-1])
     assert "kernel_bandits:gap" not in shifted.user_attrs and callback.last_certificate is None
+
+
+def test_the_optuna_pages_python_examples_run(tmp_path, monkeypatch):
+    import re
+
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs/optuna.md").read_text(), flags=re.S)
+    assert len(blocks) >= 3
+    monkeypatch.chdir(tmp_path)
+    for block in blocks:
+        if "postgresql://" in block:  # needs a database server: only compiled
+            compile(block, "docs/optuna.md", "exec")
+            continue
+        exec(compile(block, "docs/optuna.md", "exec"), {"__name__": "__example__"})
+
+
+def test_the_scikit_learn_example_stops_on_its_certified_gap():
+    pytest.importorskip("sklearn")
+    study = load_example("optuna_sklearn").main(max_trials=100, gap=0.3, seed=0)
+    assert study.user_attrs["kernel_bandits:gap"] <= 0.3
