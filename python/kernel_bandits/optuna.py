@@ -321,7 +321,6 @@ class KernelBanditSampler(BaseSampler):
         self._claim_timeout = float(claim_timeout)
         self._prior_mean = float(prior_mean)
         self._proposals: Dict[int, Dict[str, Any]] = {}
-        self._last_pending: List[int] = []
         #: Seconds spent proposing the last trial's point (the model's own work, in ``before_trial``).
         self.last_seconds = 0.0
 
@@ -350,7 +349,7 @@ class KernelBanditSampler(BaseSampler):
             return {}
         params = self._proposals.pop(trial._trial_id, None)
         if params is None:  # a trial this sampler did not see created: propose now
-            params, _ = self._propose(study, trial, self.infer_relative_search_space(study, trial))
+            params, _, _ = self._propose(study, trial, self.infer_relative_search_space(study, trial))
         out = {}
         for name, distribution in search_space.items():
             if name in params and distribution._contains(distribution.to_internal_repr(params[name])):
@@ -388,8 +387,8 @@ class KernelBanditSampler(BaseSampler):
             raise ValueError("KernelBanditSampler supports single-objective studies only")
         start = time.perf_counter()
         space = self.infer_relative_search_space(study, trial)
-        params, rule = self._propose(study, trial, space) if space else ({}, "independent")
-        self._claim(study, trial, params, rule, self._last_pending if space else [])
+        params, rule, pending = self._propose(study, trial, space)
+        self._claim(study, trial, params, rule, pending)
         self._proposals[trial._trial_id] = params
         self.last_seconds = time.perf_counter() - start
 
@@ -431,17 +430,18 @@ class KernelBanditSampler(BaseSampler):
 
     def _propose(
         self, study: Study, trial: FrozenTrial, search_space: Dict[str, BaseDistribution]
-    ) -> Tuple[Dict[str, Any], str]:
+    ) -> Tuple[Dict[str, Any], str, List[int]]:
+        """The proposal for ``trial``: its point, the rule that chose it, the pending trials."""
         if not search_space:
-            return {}, "independent"
+            return {}, "independent", []
         names = list(search_space)
         self._wait_for_earlier(study, trial)
         x, y, running = self._read(study, trial, search_space, names)
         # The model needs the startup trials, and two distinct points to fit a length-scale on.
         distinct = len(y) > 0 and len(np.unique(x, axis=0)) >= 2
         agent = self._agent(x, y, trial) if len(y) >= self._n_startup_trials and distinct else None
-        self._last_pending = sorted(running)
-        return self._choose(agent, search_space, names, running, trial)
+        params, rule = self._choose(agent, search_space, names, running, trial)
+        return params, rule, sorted(running)
 
     def _wait_for_earlier(self, study: Study, trial: FrozenTrial) -> None:
         """Waits until every RUNNING trial numbered before ``trial`` has shared its point."""

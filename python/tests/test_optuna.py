@@ -3,6 +3,7 @@
 import importlib.util
 import itertools
 import math
+import time
 import warnings
 from pathlib import Path
 
@@ -227,6 +228,22 @@ def test_four_worker_processes_share_one_study_without_duplicate_points(kind, tm
     single = optuna.create_study(sampler=KernelBanditSampler(seed=0, n_startup_trials=8))
     single.optimize(lambda t: workers.objective(t, 0.0), n_trials=40)
     assert study.best_value < 0.05 and single.best_value < 0.05, (study.best_value, single.best_value)
+
+
+def test_four_threads_of_one_process_share_one_sampler_without_duplicate_points():
+    def objective(trial):
+        x, y = trial.suggest_float("x", 0.0, 1.0), trial.suggest_float("y", 0.0, 1.0)
+        time.sleep(0.03)
+        return (x - 0.3) ** 2 + (y - 0.6) ** 2
+
+    study = optuna.create_study(sampler=KernelBanditSampler(seed=0, n_startup_trials=5))
+    study.optimize(objective, n_trials=30, n_jobs=4)
+    assert len(study.trials) == 30 and all(t.state == TrialState.COMPLETE for t in study.trials)
+    pairs = list(overlapping_pairs(study.trials))
+    assert len(pairs) >= 30
+    for a, b in pairs:
+        gap = max(abs(a.params["x"] - b.params["x"]), abs(a.params["y"] - b.params["y"]))
+        assert gap > 1e-3, f"trials {a.number} and {b.number} ran at once at nearly the same point"
 
 
 # -- the terminator --------------------------------------------------------------------------
