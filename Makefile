@@ -17,7 +17,8 @@ $(VENV)/bin/python:
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 
 # `pip install ./python` builds the extension with maturin (release profile, abi3 wheel) and
-# installs it with numpy; the test extra adds pytest, hypothesis, scipy and mypy.
+# installs it with numpy; the test extra adds pytest, hypothesis, scipy and mypy, the optuna extra
+# Optuna (with SQLAlchemy, for the SQLite storage of python/tests/test_optuna.py).
 test-python: $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install --quiet "./python[test]"
+	$(VENV)/bin/python -m pip install --quiet "./python[test,optuna]"
 	$(VENV)/bin/python -m pytest -q python/tests

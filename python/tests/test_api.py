@@ -407,3 +407,28 @@ def test_problem_values_at_points_and_rows(rng):
         problem.value(np.array([np.nan, 0.5]))
     r = problem.round(0)
     assert not r.arms.flags.writeable and not r.values.flags.writeable
+
+
+# The core package needs numpy only; kernel_bandits.optuna says what to install ---------------
+
+
+def test_the_package_imports_without_optuna_and_the_extra_says_what_to_install():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['optuna'] = None  # as if Optuna were not installed\n"
+        "import kernel_bandits as kb\n"
+        "kb.UcbAgent(kb.Dmm(kb.Rbf(0.5))).select([[0.1], [0.9]])\n"
+        "assert 'optuna' not in [m.split('.')[0] for m in sys.modules if sys.modules[m] is not None]\n"
+        "try:\n"
+        "    import kernel_bandits.optuna\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+        "else:\n"
+        "    raise SystemExit('imported without optuna')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "pip install" in out.stdout and "[optuna]" in out.stdout
