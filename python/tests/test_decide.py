@@ -185,3 +185,25 @@ def test_certify_box_errors_change_nothing():
     summed.observe([0.3], 0.2)
     with pytest.raises(kb.UnsupportedError):
         kb.certify_box(summed, ([0.0], [1.0]))
+
+
+def test_the_stopping_examples_box_half_certifies_validly():
+    """python/examples/stopping.py --box, shortened: a certificate at every round of the
+    schedule, none below the true regret, and the compass search finds a known maximum."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "stopping.py"
+    spec = importlib.util.spec_from_file_location("stopping_example", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.schedule(30) == [5, 6, 8, 10, 12, 15, 19, 24, 30]
+    # A smooth bump whose maximum 1.0 sits off the grid, at (0.313, 0.777, 0.5).
+    centre = np.array([0.313, 0.777, 0.5])
+    x, best = module.box_maximum(lambda p: np.exp(-np.sum((np.asarray(p) - centre) ** 2, axis=-1)))
+    assert abs(best - 1.0) < 1e-12 and np.allclose(x, centre, atol=1e-5)
+    reached, below, certified = module.one_box_run(kb.Rbf(0.5), "dmm", 1, 30, dense=5000)
+    assert certified == len(module.schedule(30))
+    assert below == 0
+    for eps, (evaluations, regret) in reached.items():
+        assert evaluations is None or (regret is not None and regret <= eps)
