@@ -871,7 +871,7 @@ enum Job {
 }
 
 enum Output {
-    Safe(RunJson),
+    Safe(Box<RunJson>),
     Lse(LseJson),
 }
 
@@ -961,7 +961,7 @@ fn run_with<K: Kernel + Clone + Send + Sync>(kernel: &K, args: &SafeArgs) -> Res
                     Some(kind) => safe_agent_run(kernel, kind, *m, problem, args),
                     None => safeopt_run(kernel, problem, args),
                 };
-                out.map(Output::Safe).map_err(|e| {
+                out.map(|r| Output::Safe(Box::new(r))).map_err(|e| {
                     format!("{} d = {} rep {}: {e}", m.title(), problem.dim, problem.rep)
                 })
             }
@@ -984,7 +984,7 @@ fn run_with<K: Kernel + Clone + Send + Sync>(kernel: &K, args: &SafeArgs) -> Res
     let mut lse = Vec::new();
     for o in outputs {
         match o {
-            Output::Safe(r) => runs.push(r),
+            Output::Safe(r) => runs.push(*r),
             Output::Lse(r) => lse.push(r),
         }
     }
