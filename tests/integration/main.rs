@@ -19,6 +19,7 @@ mod cli_contextual_sweep;
 mod cli_matern;
 mod cli_paper001;
 mod cli_reproduce;
+mod cli_safe;
 mod cli_stopping;
 mod cli_suggest;
 mod cli_unknown;

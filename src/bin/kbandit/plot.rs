@@ -806,6 +806,18 @@ pub fn xy_plot(
     log_x: bool,
     curves: &[XyCurve<'_>],
 ) -> Result<(), String> {
+    xy_plot_described(stem, title, x_desc, "cumulative regret", log_x, curves)
+}
+
+/// [`xy_plot`] with the y-axis described by `y_desc` instead of "cumulative regret".
+pub fn xy_plot_described(
+    stem: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    log_x: bool,
+    curves: &[XyCurve<'_>],
+) -> Result<(), String> {
     let bad = |c: &XyCurve<'_>| {
         c.x.is_empty()
             || c.mean.len() != c.x.len()
@@ -819,7 +831,7 @@ pub fn xy_plot(
         ));
     }
     let mut fig = Figure::default();
-    (fig.title, fig.desc) = (title, (x_desc, "cumulative regret"));
+    (fig.title, fig.desc) = (title, (x_desc, y_desc));
     for (i, c) in curves.iter().enumerate() {
         let n = c.x.len();
         let at = |s: f64| {

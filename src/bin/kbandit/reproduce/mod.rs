@@ -14,6 +14,8 @@ mod select_in;
 mod unknown;
 // Issue 38: stopping rules that certify.
 mod stopping;
+// Issue 39: safe exploration and level sets with valid bounds.
+mod safe;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -50,6 +52,9 @@ pub enum Experiment {
     /// Flynn & Reeb 2024 §7 on 1000 fixed arms: evaluations until each bound certifies an
     /// ε-optimal recommendation, the true regret then, and Makarova et al. 2022's heuristic.
     Stopping(stopping::StoppingArgs),
+    /// SafeOpt (Sui et al. 2015) and LSE (Gotovos et al. 2013) with CMM, DMM, AMM, AY and IGP on
+    /// Flynn & Reeb 2024 §7 functions, against the `safeopt` package's μ ± β·σ_GP rule.
+    Safe(safe::SafeArgs),
 }
 
 /// Runs one experiment.
@@ -66,6 +71,7 @@ pub fn run(experiment: &Experiment) -> Result<(), String> {
         Experiment::SelectIn(args) => select_in::run(args),
         Experiment::Unknown(args) => unknown::run(args),
         Experiment::Stopping(args) => stopping::run(args),
+        Experiment::Safe(args) => safe::run(args),
     }
 }
 
