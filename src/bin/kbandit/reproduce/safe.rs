@@ -1178,23 +1178,70 @@ fn growth_plots(
     args: &SafeArgs,
     out: &Path,
 ) -> Result<Vec<PathBuf>, String> {
+    let growth = runs
+        .iter()
+        .filter(|r| r.dim == dim)
+        .map(|r| (r.method, r.reachable_fraction.as_slice()));
+    let stem = out.join(format!("safe_growth_d{dim}"));
+    method_plot(
+        &stem,
+        &format!("SafeOpt, d = {dim}: the reachable safe region certified safe"),
+        "fraction of R certified safe",
+        growth,
+        args,
+    )?;
+    let mut plots = vec![stem];
+    if !args.no_lse {
+        let classified = lse
+            .iter()
+            .filter(|r| r.dim == dim)
+            .map(|r| (r.method, r.classified.as_slice()));
+        let stem = out.join(format!("safe_lse_d{dim}"));
+        method_plot(
+            &stem,
+            &format!(
+                "LSE, d = {dim}: the grid classified (h = 0, ε = {})",
+                args.lse_accuracy
+            ),
+            "fraction of the grid classified",
+            classified,
+            args,
+        )?;
+        plots.push(stem);
+    }
+    Ok(plots)
+}
+
+/// One curve per method of `--methods` that has runs: the mean ± sd across its runs of the
+/// per-evaluation values `curves` gives as (method, curve).
+fn method_plot<'a>(
+    stem: &Path,
+    title: &str,
+    y_label: &str,
+    curves: impl Iterator<Item = (Method, &'a [f64])> + Clone,
+    args: &SafeArgs,
+) -> Result<(), String> {
     let len = args.evaluations + 1;
     let xs: Vec<f64> = (0..len).map(|k| k as f64).collect();
-    let mut stats = Vec::new();
-    for &m in &args.methods {
-        let rs: Vec<&RunJson> = runs
-            .iter()
-            .filter(|r| r.dim == dim && r.method == m)
-            .collect();
-        if !rs.is_empty() {
-            stats.push((
-                m,
-                curve_stats(rs.iter().map(|r| r.reachable_fraction.as_slice()), len),
-            ));
-        }
-    }
-    let curves: Vec<XyCurve<'_>> = stats
+    let methods: Vec<Method> = args
+        .methods
         .iter()
+        .copied()
+        .filter(|&m| curves.clone().any(|(method, _)| method == m))
+        .collect();
+    let stats: Vec<(Vec<f64>, Vec<f64>)> = methods
+        .iter()
+        .map(|&m| {
+            let of_m = curves
+                .clone()
+                .filter(move |(method, _)| *method == m)
+                .map(|(_, c)| c);
+            curve_stats(of_m, len)
+        })
+        .collect();
+    let curves: Vec<XyCurve<'_>> = methods
+        .iter()
+        .zip(&stats)
         .map(|(m, (mean, std))| XyCurve {
             label: m.title(),
             x: &xs,
@@ -1202,54 +1249,7 @@ fn growth_plots(
             std,
         })
         .collect();
-    let stem = out.join(format!("safe_growth_d{dim}"));
-    xy_plot_described(
-        &stem,
-        &format!("SafeOpt, d = {dim}: the reachable safe region certified safe"),
-        "evaluations",
-        "fraction of R certified safe",
-        false,
-        &curves,
-    )?;
-    let mut plots = vec![stem];
-    if !args.no_lse {
-        let mut stats = Vec::new();
-        for &m in &args.methods {
-            let rs: Vec<&LseJson> = lse
-                .iter()
-                .filter(|r| r.dim == dim && r.method == m)
-                .collect();
-            if !rs.is_empty() {
-                stats.push((
-                    m,
-                    curve_stats(rs.iter().map(|r| r.classified.as_slice()), len),
-                ));
-            }
-        }
-        let curves: Vec<XyCurve<'_>> = stats
-            .iter()
-            .map(|(m, (mean, std))| XyCurve {
-                label: m.title(),
-                x: &xs,
-                mean,
-                std,
-            })
-            .collect();
-        let stem = out.join(format!("safe_lse_d{dim}"));
-        xy_plot_described(
-            &stem,
-            &format!(
-                "LSE, d = {dim}: the grid classified (h = 0, ε = {})",
-                args.lse_accuracy
-            ),
-            "evaluations",
-            "fraction of the grid classified",
-            false,
-            &curves,
-        )?;
-        plots.push(stem);
-    }
-    Ok(plots)
+    xy_plot_described(stem, title, "evaluations", y_label, false, &curves)
 }
 
 /// d = 1, repetition 0: g, the final intervals of g of DMM (or the first valid method run)

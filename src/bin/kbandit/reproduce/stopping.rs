@@ -841,37 +841,48 @@ fn markdown(args: &StoppingArgs, json: &StoppingJson) -> String {
     out
 }
 
-/// `stopping.csv`: one row per (kernel, method, repetition, ε), the Makarova bound as method
-/// `makarova`.
-fn write_csv(path: &Path, json: &StoppingJson) -> Result<(), String> {
-    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
-    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
-    writer
-        .write_record([
-            "kernel",
-            "method",
-            "valid",
-            "rep",
-            "seed",
-            "epsilon",
-            "evaluations",
-            "gap",
-            "regret",
-            "violations",
-            "smallest_margin",
-            "wall_time_s",
-        ])
-        .map_err(fail)?;
-    let opt = |v: Option<String>| v.unwrap_or_default();
-    for run in &json.runs {
-        let mut rows: Vec<(&str, bool, &[Reached], usize, f64)> = vec![(
-            run.method_tag(),
-            run.valid,
-            &run.reached,
-            run.violations,
-            run.smallest_margin,
+/// The first columns of both stopping CSVs (`stopping.csv`, `stopping_box.csv`).
+const CSV_HEAD: [&str; 11] = [
+    "kernel",
+    "method",
+    "valid",
+    "rep",
+    "seed",
+    "epsilon",
+    "evaluations",
+    "gap",
+    "regret",
+    "violations",
+    "smallest_margin",
+];
+
+/// What a stopping CSV reports of one run: its method's reach and validity, and the
+/// Makarova bound's (as method `makarova`) when it was computed on the run's data.
+struct CsvRun<'a> {
+    kernel: &'a str,
+    method: &'a str,
+    valid: bool,
+    rep: usize,
+    seed: u64,
+    reached: &'a [Reached],
+    violations: usize,
+    smallest_margin: f64,
+    makarova: Option<&'a MakarovaTrace>,
+}
+
+impl CsvRun<'_> {
+    /// One row per ε for the method, then per ε for the Makarova bound: the [`CSV_HEAD`]
+    /// columns followed by `tail`.
+    fn records(&self, tail: &[String]) -> Vec<Vec<String>> {
+        let opt = |v: Option<String>| v.unwrap_or_default();
+        let mut rows = vec![(
+            self.method,
+            self.valid,
+            self.reached,
+            self.violations,
+            self.smallest_margin,
         )];
-        if let Some(m) = &run.makarova {
+        if let Some(m) = self.makarova {
             rows.push((
                 "makarova",
                 false,
@@ -880,30 +891,67 @@ fn write_csv(path: &Path, json: &StoppingJson) -> Result<(), String> {
                 m.smallest_margin,
             ));
         }
+        let mut records = Vec::new();
         for (method, valid, reached, violations, margin) in rows {
             for r in reached {
-                writer
-                    .write_record([
-                        run.kernel.to_owned(),
-                        method.to_owned(),
-                        valid.to_string(),
-                        run.rep.to_string(),
-                        run.seed.to_string(),
-                        r.epsilon.to_string(),
-                        opt(r.evaluations.map(|e| e.to_string())),
-                        opt(r.gap.map(|g| g.to_string())),
-                        opt(r.regret.map(|g| g.to_string())),
-                        violations.to_string(),
-                        margin.to_string(),
-                        format!("{:.4}", run.wall_time_s),
-                    ])
-                    .map_err(fail)?;
+                let mut record = vec![
+                    self.kernel.to_owned(),
+                    method.to_owned(),
+                    valid.to_string(),
+                    self.rep.to_string(),
+                    self.seed.to_string(),
+                    r.epsilon.to_string(),
+                    opt(r.evaluations.map(|e| e.to_string())),
+                    opt(r.gap.map(|g| g.to_string())),
+                    opt(r.regret.map(|g| g.to_string())),
+                    violations.to_string(),
+                    margin.to_string(),
+                ];
+                record.extend_from_slice(tail);
+                records.push(record);
             }
         }
+        records
+    }
+}
+
+/// Writes a stopping CSV: the [`CSV_HEAD`] columns and `tail_head`, then every record.
+fn write_records(
+    path: &Path,
+    tail_head: &[&str],
+    records: impl Iterator<Item = Vec<String>>,
+) -> Result<(), String> {
+    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
+    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
+    writer
+        .write_record(CSV_HEAD.iter().chain(tail_head))
+        .map_err(fail)?;
+    for record in records {
+        writer.write_record(&record).map_err(fail)?;
     }
     writer
         .flush()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// `stopping.csv`: one row per (kernel, method, repetition, ε), the Makarova bound as method
+/// `makarova`.
+fn write_csv(path: &Path, json: &StoppingJson) -> Result<(), String> {
+    let records = json.runs.iter().flat_map(|run| {
+        CsvRun {
+            kernel: run.kernel,
+            method: run.method_tag(),
+            valid: run.valid,
+            rep: run.rep,
+            seed: run.seed,
+            reached: &run.reached,
+            violations: run.violations,
+            smallest_margin: run.smallest_margin,
+            makarova: run.makarova.as_ref(),
+        }
+        .records(&[format!("{:.4}", run.wall_time_s)])
+    });
+    write_records(path, &["wall_time_s"], records)
 }
 
 impl RunJson {

@@ -51,8 +51,8 @@ use serde::Serialize;
 
 use super::super::{announce, derive_seed, run_jobs, write_json};
 use super::{
-    MAKAROVA_DELTA, MAKAROVA_MIN_TRIALS, MakarovaTrace, Method, NOISE_LABEL, Reached, StoppingArgs,
-    evaluations_cell, problem_seed, regret_cell, validity,
+    CsvRun, MAKAROVA_DELTA, MAKAROVA_MIN_TRIALS, MakarovaTrace, Method, NOISE_LABEL, Reached,
+    StoppingArgs, evaluations_cell, problem_seed, regret_cell, validity, write_records,
 };
 use crate::kernels::KernelName;
 use crate::plot::{Series, loglog_plot};
@@ -783,73 +783,28 @@ fn markdown(args: &StoppingArgs, json: &BoxJson, truth_s: f64) -> String {
 }
 
 /// `stopping_box.csv`: one row per (kernel, method, repetition, ε), the Makarova bound as
-/// method `makarova`.
+/// method `makarova`, with the run's certificates and their seconds.
 fn write_csv(path: &std::path::Path, json: &BoxJson) -> Result<(), String> {
-    let fail = |e: csv::Error| format!("cannot write {}: {e}", path.display());
-    let mut writer = csv::Writer::from_path(path).map_err(fail)?;
-    writer
-        .write_record([
-            "kernel",
-            "method",
-            "valid",
-            "rep",
-            "seed",
-            "epsilon",
-            "evaluations",
-            "gap",
-            "regret",
-            "violations",
-            "smallest_margin",
-            "certificates",
-            "certify_s",
-            "wall_time_s",
-        ])
-        .map_err(fail)?;
-    let opt = |v: Option<String>| v.unwrap_or_default();
-    for run in &json.runs {
+    let records = json.runs.iter().flat_map(|run| {
         let certify: f64 = run.certify_s.iter().sum();
-        let mut rows: Vec<(&str, bool, &[Reached], usize, f64)> = vec![(
-            run.method.tag(),
-            run.valid,
-            &run.reached,
-            run.violations,
-            run.smallest_margin,
-        )];
-        if let Some(m) = &run.makarova {
-            rows.push((
-                "makarova",
-                false,
-                &m.reached,
-                m.violations,
-                m.smallest_margin,
-            ));
+        CsvRun {
+            kernel: run.kernel,
+            method: run.method.tag(),
+            valid: run.valid,
+            rep: run.rep,
+            seed: run.seed,
+            reached: &run.reached,
+            violations: run.violations,
+            smallest_margin: run.smallest_margin,
+            makarova: run.makarova.as_ref(),
         }
-        for (method, valid, reached, violations, margin) in rows {
-            for r in reached {
-                writer
-                    .write_record([
-                        run.kernel.to_owned(),
-                        method.to_owned(),
-                        valid.to_string(),
-                        run.rep.to_string(),
-                        run.seed.to_string(),
-                        r.epsilon.to_string(),
-                        opt(r.evaluations.map(|e| e.to_string())),
-                        opt(r.gap.map(|g| g.to_string())),
-                        opt(r.regret.map(|g| g.to_string())),
-                        violations.to_string(),
-                        margin.to_string(),
-                        run.gap.len().to_string(),
-                        format!("{certify:.4}"),
-                        format!("{:.4}", run.wall_time_s),
-                    ])
-                    .map_err(fail)?;
-            }
-        }
-    }
-    writer
-        .flush()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .records(&[
+            run.gap.len().to_string(),
+            format!("{certify:.4}"),
+            format!("{:.4}", run.wall_time_s),
+        ])
+    });
+    write_records(path, &["certificates", "certify_s", "wall_time_s"], records)
 }
 
 /// Mean over the repetitions of the certified gap (solid) and of the true regret of the
