@@ -91,13 +91,17 @@ impl<B: ConfidenceBound + Clone> LevelSetAgent<B> {
     /// Level-set estimation of {x : f(x) ≥ `threshold`} on `candidates` (copied) to the
     /// accuracy ε = `accuracy` ≥ 0, with `bound` (which may already hold observations).
     ///
+    /// The candidates become the bound's fixed arm set ([`ConfidenceBound::fix_arms`], at most
+    /// [`super::ARM_MEMORY_LIMIT`] bytes), replacing a set declared before, so that an update
+    /// costs O(|D|·t) per regulariser for the exact bounds.
+    ///
     /// # Errors
     /// [`Error::NoArms`]; ragged or non-finite candidates; [`Error::InvalidParameter`] for a
     /// non-finite threshold or an accuracy that is negative or not finite; the bound's errors
     /// for candidates of the wrong dimension; [`Error::Refuted`] if its data already refute its
     /// assumptions.
     pub fn new<A: AsPoints + ?Sized>(
-        bound: B,
+        mut bound: B,
         candidates: &A,
         threshold: f64,
         accuracy: f64,
@@ -120,6 +124,7 @@ impl<B: ConfidenceBound + Clone> LevelSetAgent<B> {
                 expected: "a finite ε ≥ 0",
             });
         }
+        bound.fix_arms(&points, Some(super::ARM_MEMORY_LIMIT))?;
         let intervals = RunningIntervals::from_checked(&bound.evaluate_checked(&points)?)?;
         let mut rows = Vec::with_capacity(points.len() * points.dim());
         points.for_each(|_, x| rows.extend_from_slice(x));
@@ -221,10 +226,18 @@ impl<B: ConfidenceBound + Clone> LevelSetAgent<B> {
             });
         }
         let x = self.candidates().to_vec(index);
-        let mut bound = self.bound.clone();
-        bound.observe(&x, y)?;
-        let checked = bound.evaluate_checked(&self.candidates())?;
-        self.bound = bound;
+        // In place, truncated back on an error (exact: the bounds' factors and sums are
+        // prefixes); a copy of a bound with a fixed arm set would cost more than the update.
+        let before = self.bound.len();
+        self.bound.observe(&x, y)?;
+        let points = Points::from_row_major(&self.candidates, self.dim)?;
+        let checked = match self.bound.evaluate_checked(&points) {
+            Ok(checked) => checked,
+            Err(e) => {
+                self.bound.truncate(before);
+                return Err(e);
+            }
+        };
         self.evaluations += 1;
         if self.refuted.is_some() {
             return Ok(());

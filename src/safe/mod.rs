@@ -28,6 +28,6 @@ mod agent;
 mod intervals;
 mod level_set;
 
-pub use agent::{SafeAgent, SafeChoice, SafeRecommendation, SafeRole};
+pub use agent::{ARM_MEMORY_LIMIT, SafeAgent, SafeChoice, SafeRecommendation, SafeRole};
 pub use intervals::RunningIntervals;
 pub use level_set::{Level, LevelChoice, LevelSetAgent};
