@@ -742,7 +742,9 @@ impl<'a, G: ConfidenceBound + Clone> Scratch<'a, G> {
         match result {
             Ok((lower, upper, diagnostics)) => {
                 copy.truncate(before);
-                let crossed = lower.iter().zip(&upper).any(|(l, u)| !(l <= u));
+                let crossed = lower.iter().zip(&upper).any(|(l, u)| {
+                    matches!(l.partial_cmp(u), Some(std::cmp::Ordering::Greater) | None)
+                });
                 Ok((lower, diagnostics.empty_set() || crossed))
             }
             Err(e) => {
