@@ -77,6 +77,12 @@ impl BoundKind {
         Self::EkUcb,
     ];
 
+    /// The kinds whose bounds hold, with probability ≥ 1 − δ at every round at once, for σ, B
+    /// and δ fixed before the data: AY, IGP, AMM, DMM and CMM (Abbasi-Yadkori 2012; Chowdhury &
+    /// Gopalan 2017; Flynn & Reeb 2024). The others use a heuristic β̃. Only these may certify
+    /// a recommendation or a safe set ([`crate::decide`], [`crate::safe`]).
+    pub const VALID: [Self; 5] = [Self::Ay, Self::Igp, Self::Amm, Self::Dmm, Self::Cmm];
+
     /// The short name: `ay`, `igp`, `amm`, `dmm`, `cmm`, `k-ucb`, `bkb` or `ek-ucb`.
     pub fn name(self) -> &'static str {
         match self {

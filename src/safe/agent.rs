@@ -823,13 +823,7 @@ mod tests {
                 kernel.eval(&centre, x) - 0.5 * kernel.eval(&lo, x) - 0.5 * kernel.eval(&hi, x)
             };
             let f = |x: &[f64]| 1.2 * kernel.eval(&centre, x);
-            for kind in [
-                BoundKind::Amm,
-                BoundKind::Dmm,
-                BoundKind::Cmm,
-                BoundKind::Ay,
-                BoundKind::Igp,
-            ] {
+            for kind in BoundKind::VALID {
                 let config = BoundConfig::new().params(
                     BoundParams::new()
                         .sigma(0.01)

@@ -523,13 +523,7 @@ fn every_evaluation_is_safe_and_the_safe_set_grows_with_every_valid_bound() {
             .delta(0.01)
             .horizon(40),
     );
-    for kind in [
-        BoundKind::Amm,
-        BoundKind::Dmm,
-        BoundKind::Cmm,
-        BoundKind::Ay,
-        BoundKind::Igp,
-    ] {
+    for kind in BoundKind::VALID {
         let objective = kind.build(g.kernel, &config).unwrap();
         let constraint = kind.build(g.kernel, &config).unwrap();
         let mut agent =
