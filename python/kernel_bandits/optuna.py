@@ -76,8 +76,9 @@ _CLAIM_KEY = "kernel_bandits:relative_params"
 _RULE_KEY = "kernel_bandits:rule"
 # ... and the numbers of the running trials it took as pending (a record for diagnostics).
 _PENDING_KEY = "kernel_bandits:pending"
-# ... and the wall-clock time (``time.time()``) just after it read the study: every trial that was
-# RUNNING then and has a smaller number is among the pending ones (unless it was silent).
+# ... and the wall-clock time (``time.time()``) just after it read the study: every trial with a
+# smaller number that had claimed its point and was RUNNING then is among the pending ones
+# (unless it was silent).
 _READ_AT_KEY = "kernel_bandits:read_at"
 # A trial's sign of life while its proposal is under way: a time stamp rewritten every
 # claim_timeout / 4 seconds until the rule is written. Waiters only compare it with the value
@@ -236,8 +237,9 @@ class KernelBanditSampler(BaseSampler):
     earlier proposal does not fall silent for ``claim_timeout`` seconds. A trial is also pending
     for every trial that reads the study after its claim. The record on each trial:
     ``kernel_bandits:pending`` (the running trials it took as pending) and
-    ``kernel_bandits:read_at`` (``time.time()`` when it read the study; every trial with a
-    smaller number that finished after that instant is in its pending list).
+    ``kernel_bandits:read_at`` (``time.time()`` just after it read the study; every trial with
+    a smaller number that had claimed a point and finished after that instant is in its
+    pending list, silent ones excepted).
 
     **What is not.** A worker that dies while proposing falls silent; the others wait
     ``claim_timeout`` seconds for it once (each sampler remembers a silent trial and waits again
@@ -511,9 +513,9 @@ class KernelBanditSampler(BaseSampler):
         distinct = len(y) > 0 and len(np.unique(x, axis=0)) >= 2
         agent = self._agent(x, y, trial) if len(y) >= self._n_startup_trials and distinct else None
         params, rule = self._choose(agent, search_space, names, running, trial)
-        # Points claimed since the read: by trials that went ahead while this proposal was
-        # silent for claim_timeout (it stalled), or that it went ahead of itself. Take them as
-        # pending and select again (the model is unchanged), until a read finds none.
+        # Points claimed since the read: by later trials that went ahead while this proposal was
+        # silent for claim_timeout (it stalled), or by earlier ones it went ahead without. Take
+        # them as pending and select again (the model is unchanged), until a read finds none.
         for _ in range(_RECHECKS):
             claimed = self._read(study, trial, search_space, names)[2]
             new = {k: v for k, v in claimed.items() if k not in running}
@@ -535,6 +537,7 @@ class KernelBanditSampler(BaseSampler):
                 alive_ids = {t._trial_id for t in running}
                 for trial_id in [i for i in self._heard if i not in alive_ids]:
                     del self._heard[trial_id]  # finished: forget it
+                self._silent &= alive_ids
                 for t in running:
                     if t.number >= trial.number or _RULE_KEY in t.system_attrs:
                         continue
