@@ -218,7 +218,9 @@ QUADRATIC_SPACE = {"x": FloatDistribution(-2.0, 3.0), "y": FloatDistribution(-1.
 
 def claim(trial):
     """The point a trial claimed (its relative sample) and the running trials it took as pending."""
-    text = "".join(v for k, v in sorted(trial.system_attrs.items()) if k.startswith("kernel_bandits:relative_params:"))
+    prefix = "kernel_bandits:relative_params:"
+    chunks = {int(k[len(prefix):]): v for k, v in trial.system_attrs.items() if k.startswith(prefix)}
+    text = "".join(chunks[i] for i in range(len(chunks)))
     return json.loads(text), set(trial.system_attrs["kernel_bandits:pending"])
 
 
@@ -238,7 +240,7 @@ def two_workers(claim_timeout_a, claim_timeout_b):
 
 def race(study_a, study_b, hold):
     """Worker A asks; its proposal is held after it read the study (a slow fit) until worker B's
-    ask has returned or ``hold`` seconds have passed; B asks while A is held. The two claims."""
+    ask has returned or ``hold`` seconds have passed; B asks while A is held. The two trials."""
     b_asked = threading.Event()
     sampler_a = study_a.sampler
     fit = sampler_a._agent
@@ -251,7 +253,9 @@ def race(study_a, study_b, hold):
     asked = {}
     thread = threading.Thread(target=lambda: asked.setdefault("a", study_a.ask()))
     thread.start()
+    deadline = time.monotonic() + 30
     while not any(t.state == TrialState.RUNNING for t in study_b.get_trials(deepcopy=False)):
+        assert time.monotonic() < deadline and thread.is_alive(), "worker A created no trial"
         time.sleep(0.005)
     trial_b = study_b.ask()
     b_asked.set()
@@ -290,7 +294,7 @@ def test_a_stalled_proposal_takes_the_points_claimed_meanwhile_as_pending(caplog
 
 
 def test_a_worker_that_died_blocks_each_sampler_once_for_claim_timeout():
-    study = optuna.create_study(sampler=KernelBanditSampler(seed=0, n_startup_trials=4, claim_timeout=1.5))
+    study = optuna.create_study(sampler=KernelBanditSampler(seed=0, n_startup_trials=4, claim_timeout=2.0))
     study.optimize(quadratic, n_trials=5)
     # Two workers died: one right after the storage created its trial, one mid-proposal (after
     # one sign of life). Neither ever claims a point.
@@ -303,8 +307,8 @@ def test_a_worker_that_died_blocks_each_sampler_once_for_claim_timeout():
     start = time.monotonic()
     ask_point(study)
     second = time.monotonic() - start
-    assert first >= 1.5, first  # waited for the dead ones
-    assert second < 1.5, second  # and not again
+    assert first >= 2.0, first  # waited for the dead ones
+    assert second < 2.0, second  # and not again
     assert claim(storage.get_trial(trial._trial_id))[1] == set()  # they have no point to be pending
 
 
