@@ -528,6 +528,8 @@ class KernelBanditSampler(BaseSampler):
     def _wait_for_earlier(self, study: Study, trial: FrozenTrial) -> None:
         """Waits until every RUNNING trial numbered before ``trial`` has shared its point, or has
         shown no sign of life for ``claim_timeout`` seconds (see the class)."""
+        if self._claim_timeout == 0:
+            return  # never wait (and so never warn)
         pause = 0.002
         while True:
             running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
