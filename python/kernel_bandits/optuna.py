@@ -8,7 +8,8 @@ numpy). Two pieces:
   study's float and int parameters, mapped to the unit cube (log-scaled parameters in log
   space), with the trials still RUNNING registered as pending evaluations (GP-UCB-PE, Contal et
   al. 2013), so that parallel and distributed workers on one storage never receive the same
-  point (but see the known race under load in docs/optuna.md). Categorical parameters are delegated to an independent sampler, as Optuna's own
+  point (what is guaranteed, and what a dead or stalled worker can do, is stated on the class).
+  Categorical parameters are delegated to an independent sampler, as Optuna's own
   ``GPSampler`` does. The sampler keeps no state between calls: everything is rebuilt from
   ``study.get_trials()``, so a worker that starts late or restarts sees every trial.
 * :class:`CertifiedGapEvaluator`, an improvement evaluator for ``optuna.terminator.Terminator``
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 import warnings
 import zlib
@@ -74,6 +76,16 @@ _CLAIM_KEY = "kernel_bandits:relative_params"
 _RULE_KEY = "kernel_bandits:rule"
 # ... and the numbers of the running trials it took as pending (a record for diagnostics).
 _PENDING_KEY = "kernel_bandits:pending"
+# ... and the wall-clock time (``time.time()``) just after it read the study: every trial with a
+# smaller number that had claimed its point and was RUNNING then is among the pending ones
+# (unless it was silent).
+_READ_AT_KEY = "kernel_bandits:read_at"
+# A trial's sign of life while its proposal is under way: a time stamp rewritten every
+# claim_timeout / 4 seconds until the rule is written. Waiters only compare it with the value
+# they saw before (on their own clock), so clocks of different machines need not agree.
+_ALIVE_KEY = "kernel_bandits:alive"
+# Reads after the proposal that look for points claimed meanwhile (see _propose).
+_RECHECKS = 8
 # RDB storages cap a system attribute's length; long samples are stored in chunks.
 _CHUNK = 2000
 _BOUNDS_WITHOUT_B = ("dmm", "cmm")
@@ -156,8 +168,12 @@ def encode_params(search_space: Dict[str, BaseDistribution], params: Dict[str, A
 
 
 def _trial_params(trial: FrozenTrial) -> Dict[str, Any]:
-    """A trial's parameters: its own, and for an unfinished trial the relative sample it claimed."""
-    if trial.state.is_finished():
+    """A trial's parameters: its own, and for an unfinished trial the relative sample it claimed.
+
+    A claim counts only once its rule, written last, is there: a claim half written (its chunks
+    read before the rest) is not yet the trial's point.
+    """
+    if trial.state.is_finished() or _RULE_KEY not in trial.system_attrs:
         return dict(trial.params)
     chunks = []
     i = 0
@@ -204,11 +220,41 @@ class KernelBanditSampler(BaseSampler):
 
     The point is proposed in ``before_trial``, as soon as the storage has created the trial:
     the sampler first waits until every RUNNING trial with a smaller number has shared its
-    point (``claim_timeout``), then proposes with all of them pending and writes the point to
-    the trial before the objective runs. The storage numbers trials one at a time, so of two
-    running trials the later one always takes the earlier one's point into account: workers
-    that ask at the same moment do not race. (Proposals are thereby serialised across workers;
-    each costs one fit and one acquisition search, small next to a typical trial.)
+    point, then proposes with all of them pending and writes the point to the trial (system
+    attributes, the rule last) before the objective runs. While a proposal is under way (its
+    own wait included) a thread rewrites a time stamp on its trial every ``claim_timeout``/4
+    seconds. A waiter waits for an earlier trial as long as that trial shows a sign of life: it
+    gives up on it only after ``claim_timeout`` seconds, on its own clock, in which the trial's
+    stamp did not change (or, for a trial that never wrote one, since it first saw it). There
+    is no limit on the wait as a whole: proposals are serialised across workers (each costs one
+    fit and one acquisition search), and under load, or with many workers, the last in line
+    waits for all before it.
+
+    **What is guaranteed.** The storage numbers trials one at a time, so of two trials of this
+    sampler that run at the same time the later-numbered one takes the earlier one's point as
+    pending and so does not propose it again (int grids permitting, see above) — whatever the
+    load, the number of workers or machines, and however long proposals take, as long as the
+    earlier proposal does not fall silent for ``claim_timeout`` seconds. A trial is also pending
+    for every trial that reads the study after its claim. The record on each trial:
+    ``kernel_bandits:pending`` (the running trials it took as pending) and
+    ``kernel_bandits:read_at`` (``time.time()`` just after it read the study; every trial with
+    a smaller number that had claimed a point and finished after that instant is in its
+    pending list, silent ones excepted).
+
+    **What is not.** A worker that dies while proposing falls silent; the others wait
+    ``claim_timeout`` seconds for it once (each sampler remembers a silent trial and waits again
+    only if it shows a sign of life), log a warning, and go on without it, so a dead worker
+    never blocks the study. A worker that is alive but stalls for longer than that (a suspended
+    process, a storage that accepted none of its writes) is treated the same way: later trials
+    may then go ahead without its point. When it resumes it reads the study again after its
+    proposal and takes as pending every point claimed in the meantime, re-selecting without a
+    new fit, so of two such trials at least one takes the other into account — unless a claim
+    lands between that last read and its own write, the one case left unprotected. A trial of
+    another sampler is pending once its parameters are set (it is not waited for when it
+    already has some, and for at most ``claim_timeout`` when it has none); a claim written
+    only in part is not a point yet. Choose ``claim_timeout`` well above the longest stall you
+    expect of a live worker and its storage; a larger value only delays the others when a
+    worker really dies.
 
     FAILED and PRUNED trials are neither observations nor pending (as Optuna's ``GPSampler``
     does); WAITING trials are ignored. Multi-objective studies are refused.
@@ -249,8 +295,10 @@ class KernelBanditSampler(BaseSampler):
             after the startup trials.
         prior_mean: with ``kernel`` given, a constant m fixed in advance: the bound is on the
             values (negated when minimising) minus m, as in :class:`CertifiedGapEvaluator`.
-        claim_timeout: the longest wait, in seconds, for an earlier running trial to share its
-            point (a trial of another sampler, or of a worker that died, never does); default 30.
+        claim_timeout: how long, in seconds, a proposal waits for an earlier running trial that
+            shows no sign of life before it goes on without that trial's point (a trial of a
+            worker that died, or of another sampler, never shares one); default 30. A proposal
+            that is alive is waited for however long it takes. 0: never wait.
 
     Raises:
         ValueError: bad arguments (unknown bound, kernel without sigma, nonpositive δ or B,
@@ -321,8 +369,22 @@ class KernelBanditSampler(BaseSampler):
         self._claim_timeout = float(claim_timeout)
         self._prior_mean = float(prior_mean)
         self._proposals: Dict[int, Dict[str, Any]] = {}
+        # For _wait_for_earlier: trial id -> (the sign of life last seen, when it was first seen,
+        # on this process's monotonic clock); the trials already reported as silent.
+        self._heard: Dict[int, Tuple[Any, float]] = {}
+        self._silent: set = set()
+        self._lock = threading.Lock()
         #: Seconds spent proposing the last trial's point (the model's own work, in ``before_trial``).
         self.last_seconds = 0.0
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     # -- BaseSampler ---------------------------------------------------------------------------
 
@@ -348,8 +410,8 @@ class KernelBanditSampler(BaseSampler):
         if not search_space:
             return {}
         params = self._proposals.pop(trial._trial_id, None)
-        if params is None:  # a trial this sampler did not see created: propose now
-            params, _, _ = self._propose(study, trial, self.infer_relative_search_space(study, trial))
+        if params is None:  # a trial this sampler did not see created: propose and claim now
+            params = self._propose_and_claim(study, trial, self.infer_relative_search_space(study, trial))
         out = {}
         for name, distribution in search_space.items():
             if name in params and distribution._contains(distribution.to_internal_repr(params[name])):
@@ -376,10 +438,10 @@ class KernelBanditSampler(BaseSampler):
         """Proposes the trial's point as soon as the trial exists, and shares it.
 
         The proposal waits until every RUNNING trial with a smaller number has shared its own
-        (at most ``claim_timeout`` seconds), then takes all of them as pending, and writes its
-        point to the trial (a system attribute) before the objective runs. Trial numbers are
-        assigned by the storage one at a time, so of any two running trials the later one
-        always sees the earlier one's point: no race between workers.
+        (a trial silent for ``claim_timeout`` seconds excepted), then takes all of them as
+        pending, and writes its point to the trial (system attributes) before the objective
+        runs; meanwhile it shows a sign of life on the trial. See the class for what this
+        guarantees.
         """
         if self._independent_sampler is not None:
             self._independent_sampler.before_trial(study, trial)
@@ -387,9 +449,7 @@ class KernelBanditSampler(BaseSampler):
             raise ValueError("KernelBanditSampler supports single-objective studies only")
         start = time.perf_counter()
         space = self.infer_relative_search_space(study, trial)
-        params, rule, pending = self._propose(study, trial, space)
-        self._claim(study, trial, params, rule, pending)
-        self._proposals[trial._trial_id] = params
+        self._proposals[trial._trial_id] = self._propose_and_claim(study, trial, space)
         self.last_seconds = time.perf_counter() - start
 
     def after_trial(
@@ -401,11 +461,22 @@ class KernelBanditSampler(BaseSampler):
 
     # -- the work ------------------------------------------------------------------------------
 
+    def _propose_and_claim(
+        self, study: Study, trial: FrozenTrial, search_space: Dict[str, BaseDistribution]
+    ) -> Dict[str, Any]:
+        """Proposes ``trial``'s point and writes it to the trial, showing signs of life meanwhile."""
+        with _Heartbeat(study, trial, self._claim_timeout / 4):
+            params, rule, pending, read_at = self._propose(study, trial, search_space)
+            self._claim(study, trial, params, rule, pending, read_at)
+        return params
+
     def _read(
         self, study: Study, trial: FrozenTrial, search_space: Dict[str, BaseDistribution], names: List[str]
-    ) -> Tuple[np.ndarray, np.ndarray, Dict[int, Tuple[Dict[str, Any], Optional[str]]]]:
-        """Completed points and values (to maximise), and the other RUNNING trials' points."""
+    ) -> Tuple[np.ndarray, np.ndarray, Dict[int, Tuple[Dict[str, Any], Optional[str]]], float]:
+        """Completed points and values (to maximise), the other RUNNING trials' points, and the
+        wall-clock time just after the read."""
         trials = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.RUNNING))
+        read_at = time.time()
         sign = -1.0 if study.direction == StudyDirection.MINIMIZE else 1.0
         xs, ys = [], []
         running: Dict[int, Tuple[Dict[str, Any], Optional[str]]] = {}
@@ -426,33 +497,69 @@ class KernelBanditSampler(BaseSampler):
             else:
                 running[t.number] = ({n: params[n] for n in names}, t.system_attrs.get(_RULE_KEY))
         d = len(names)
-        return np.array(xs, dtype=float).reshape(-1, d), np.array(ys, dtype=float), running
+        return np.array(xs, dtype=float).reshape(-1, d), np.array(ys, dtype=float), running, read_at
 
     def _propose(
         self, study: Study, trial: FrozenTrial, search_space: Dict[str, BaseDistribution]
-    ) -> Tuple[Dict[str, Any], str, List[int]]:
-        """The proposal for ``trial``: its point, the rule that chose it, the pending trials."""
+    ) -> Tuple[Dict[str, Any], str, List[int], Optional[float]]:
+        """The proposal for ``trial``: its point, the rule that chose it, the pending trials, and
+        when it read the study."""
         if not search_space:
-            return {}, "independent", []
+            return {}, "independent", [], None
         names = list(search_space)
         self._wait_for_earlier(study, trial)
-        x, y, running = self._read(study, trial, search_space, names)
+        x, y, running, read_at = self._read(study, trial, search_space, names)
         # The model needs the startup trials, and two distinct points to fit a length-scale on.
         distinct = len(y) > 0 and len(np.unique(x, axis=0)) >= 2
         agent = self._agent(x, y, trial) if len(y) >= self._n_startup_trials and distinct else None
         params, rule = self._choose(agent, search_space, names, running, trial)
-        return params, rule, sorted(running)
+        # Points claimed since the read: by later trials that went ahead while this proposal was
+        # silent for claim_timeout (it stalled), or by earlier ones it went ahead without. Take
+        # them as pending and select again (the model is unchanged), until a read finds none.
+        for _ in range(_RECHECKS):
+            claimed = self._read(study, trial, search_space, names)[2]
+            new = {k: v for k, v in claimed.items() if k not in running}
+            if not new:
+                break
+            running.update(new)
+            params, rule = self._choose(agent, search_space, names, running, trial)
+        return params, rule, sorted(running), read_at
 
     def _wait_for_earlier(self, study: Study, trial: FrozenTrial) -> None:
-        """Waits until every RUNNING trial numbered before ``trial`` has shared its point."""
-        deadline = time.monotonic() + self._claim_timeout
+        """Waits until every RUNNING trial numbered before ``trial`` has shared its point, or has
+        shown no sign of life for ``claim_timeout`` seconds (see the class)."""
+        if self._claim_timeout == 0:
+            return  # never wait (and so never warn)
         pause = 0.002
         while True:
             running = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
-            if not any(t.number < trial.number and _RULE_KEY not in t.system_attrs and not t.params for t in running):
+            now = time.monotonic()
+            waiting = False
+            with self._lock:
+                alive_ids = {t._trial_id for t in running}
+                for trial_id in [i for i in self._heard if i not in alive_ids]:
+                    del self._heard[trial_id]  # finished: forget it
+                self._silent &= alive_ids
+                for t in running:
+                    if t.number >= trial.number or _RULE_KEY in t.system_attrs:
+                        continue
+                    beat = t.system_attrs.get(_ALIVE_KEY)
+                    if beat is None and t.params:
+                        continue  # another sampler's trial (or fixed parameters): no claim coming
+                    heard = self._heard.get(t._trial_id)
+                    if heard is None or heard[0] != beat:
+                        heard = self._heard[t._trial_id] = (beat, now)
+                    if now - heard[1] < self._claim_timeout:
+                        waiting = True
+                    elif t._trial_id not in self._silent:
+                        self._silent.add(t._trial_id)
+                        optuna.logging.get_logger(__name__).warning(
+                            f"trial {trial.number}: running trial {t.number} has shown no sign of life "
+                            f"for {self._claim_timeout:g} s (claim_timeout) and shared no point: "
+                            "proposing without it"
+                        )
+            if not waiting:
                 return
-            if time.monotonic() >= deadline:
-                return  # a trial of another sampler, or a worker that died: go on without it
             time.sleep(pause)
             pause = min(2 * pause, 0.05)
 
@@ -538,14 +645,54 @@ class KernelBanditSampler(BaseSampler):
         return tuple(search_space[n].to_internal_repr(params[n]) for n in names)
 
     @staticmethod
-    def _claim(study: Study, trial: FrozenTrial, params: Dict[str, Any], rule: str, pending: List[int]) -> None:
+    def _claim(
+        study: Study,
+        trial: FrozenTrial,
+        params: Dict[str, Any],
+        rule: str,
+        pending: List[int],
+        read_at: Optional[float],
+    ) -> None:
         """Writes the proposal to the trial; the rule last, as the mark that the point is there."""
         text = json.dumps(params)
         storage = study._storage
         for i in range(0, max(len(text), 1), _CHUNK):
             storage.set_trial_system_attr(trial._trial_id, f"{_CLAIM_KEY}:{i // _CHUNK}", text[i : i + _CHUNK])
         storage.set_trial_system_attr(trial._trial_id, _PENDING_KEY, pending)
+        if read_at is not None:
+            storage.set_trial_system_attr(trial._trial_id, _READ_AT_KEY, read_at)
         storage.set_trial_system_attr(trial._trial_id, _RULE_KEY, rule)
+
+
+class _Heartbeat:
+    """While in a ``with`` block, rewrites ``_ALIVE_KEY`` on the trial every ``interval`` seconds
+    (from a thread: the fit and the acquisition search release the GIL). Nothing for
+    ``interval == 0``. A failed write ends the beats (the storage will tell the worker anyway)."""
+
+    def __init__(self, study: Study, trial: FrozenTrial, interval: float) -> None:
+        self._storage = study._storage
+        self._trial_id = trial._trial_id
+        self._interval = interval
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._storage.set_trial_system_attr(self._trial_id, _ALIVE_KEY, time.time())
+            except Exception:  # noqa: BLE001 - a heartbeat must not kill the worker
+                return
+
+    def __enter__(self) -> "_Heartbeat":
+        if self._interval > 0:
+            self._thread = threading.Thread(target=self._run, name="kernel_bandits-heartbeat", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
 
 
 # ---------------------------------------------------------------------------------------------
