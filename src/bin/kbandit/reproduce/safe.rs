@@ -698,6 +698,12 @@ fn safeopt_run<K: Kernel + Clone>(
     let noise = noise_sequence(problem.seed, NOISE_LABEL, args.evaluations, sigma);
     let mut gp_f = ExactPosterior::new(kernel.clone(), &[sigma * sigma])?;
     let mut gp_g = ExactPosterior::new(kernel.clone(), &[sigma * sigma])?;
+    // The grid as a fixed arm set: O(n·t) per observation and O(n) per evaluation. The
+    // expander test runs on a copy of g's GP kept at the same observations, which absorbs
+    // (x, u_g(x)) and is truncated back (exact), as in `SafeAgent`.
+    gp_f.fix_arms(&grid, None)?;
+    gp_g.fix_arms(&grid, None)?;
+    let mut scratch_g = gp_g.clone();
     let mut tracker = Tracker::new(problem, Method::Safeopt);
     let mut seed_mask = vec![false; n];
     seed_mask[problem.start] = true;
@@ -714,6 +720,7 @@ fn safeopt_run<K: Kernel + Clone>(
         observations.push((x[0], z));
         gp_f.observe(&x, problem.f[j] + ef)?;
         gp_g.observe(&x, z)?;
+        scratch_g.observe(&x, z)?;
         let step = Instant::now();
         let (lf, uf) = gp_intervals(&gp_f, &grid, beta)?;
         let (lg, ug) = gp_intervals(&gp_g, &grid, beta)?;
@@ -748,18 +755,16 @@ fn safeopt_run<K: Kernel + Clone>(
             .filter(|&i| safe[i] && !maximiser[i] && width(i) > max_var && width(i) > 0.0)
             .collect();
         candidates.sort_by(|&a, &b| width(b).total_cmp(&width(a)).then(b.cmp(&a)));
-        let unsafe_rows: Vec<f64> = (0..n)
-            .filter(|&i| !safe[i])
-            .flat_map(|i| grid.to_vec(i))
-            .collect();
+        let outside: Vec<usize> = (0..n).filter(|&i| !safe[i]).collect();
         let mut expander = None;
-        if !unsafe_rows.is_empty() {
-            let outside = Points::from_row_major(&unsafe_rows, dim)?;
+        if !outside.is_empty() {
+            let len = scratch_g.len();
             for &i in &candidates {
-                let mut copy = gp_g.clone();
-                copy.observe(&grid.to_vec(i), ug[i])?;
-                let (l2, _) = gp_intervals(&copy, &outside, beta)?;
-                if l2.iter().any(|&l| l >= THRESHOLD) {
+                scratch_g.observe(&grid.to_vec(i), ug[i])?;
+                let intervals = gp_intervals(&scratch_g, &grid, beta);
+                scratch_g.truncate(len);
+                let (l2, _) = intervals?;
+                if outside.iter().any(|&o| l2[o] >= THRESHOLD) {
                     expander = Some(i);
                     break;
                 }
