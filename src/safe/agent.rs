@@ -376,16 +376,12 @@ impl<F: ConfidenceBound + Clone, G: ConfidenceBound + Clone> SafeAgent<F, G> {
     /// [`Error::ArmOutOfRange`]; a bound's numerical errors while absorbing the optimistic
     /// value.
     pub fn is_expander(&self, j: usize) -> Result<bool> {
-        let mut scratch = self.scratch();
-        self.expander_test(j, &mut |i, x, y, d, needs| {
-            scratch.lower_after(i, x, y, d, needs)
-        })
+        self.expander_test(j, &mut self.scratch())
     }
 
     /// The expander test of candidate `j`, with constraint i's lower bounds after the
-    /// optimistic observation from `lower_after(i, x, u, candidates, needs)` (see
-    /// [`Scratch::lower_after`]).
-    fn expander_test(&self, j: usize, lower_after: &mut LowerAfter<'_>) -> Result<bool> {
+    /// optimistic observation from the kept copies (see [`Scratch::lower_after`]).
+    fn expander_test(&self, j: usize, scratch: &mut Scratch<'_, G>) -> Result<bool> {
         if j >= self.safe.len() {
             return Err(Error::ArmOutOfRange {
                 index: j,
@@ -422,7 +418,8 @@ impl<F: ConfidenceBound + Clone, G: ConfidenceBound + Clone> SafeAgent<F, G> {
                 }
                 continue;
             }
-            let (lower, misspecified) = lower_after(i, &x, running.upper()[j], &points, &needs)?;
+            let (lower, misspecified) =
+                scratch.lower_after(i, &x, running.upper()[j], &points, &needs)?;
             // A copy whose set the optimistic value empties, or whose bounds cross at one of
             // these points (a value impossible under the assumptions), expands nothing.
             for (&k, &l) in needs.iter().zip(&lower) {
@@ -446,9 +443,7 @@ impl<F: ConfidenceBound + Clone, G: ConfidenceBound + Clone> SafeAgent<F, G> {
         let mut scratch = self.scratch();
         let mut out = Vec::new();
         for j in self.safe_set() {
-            if self.expander_test(j, &mut |i, x, y, d, needs| {
-                scratch.lower_after(i, x, y, d, needs)
-            })? {
+            if self.expander_test(j, &mut scratch)? {
                 out.push(j);
             }
         }
@@ -475,9 +470,7 @@ impl<F: ConfidenceBound + Clone, G: ConfidenceBound + Clone> SafeAgent<F, G> {
         others.sort_by(|&a, &b| widths[b].total_cmp(&widths[a]).then(a.cmp(&b)));
         let mut scratch = self.scratch();
         for j in others {
-            if self.expander_test(j, &mut |i, x, y, d, needs| {
-                scratch.lower_after(i, x, y, d, needs)
-            })? {
+            if self.expander_test(j, &mut scratch)? {
                 return Ok(self.choice(j, SafeRole::Expander, widths[j]));
             }
         }
@@ -682,11 +675,6 @@ fn refutation(error: Error, what: &str, evaluation: usize) -> String {
         other => format!("{what}: {other}"),
     }
 }
-
-/// Constraint i's lower bounds at the candidates `needs` after observing (x, y), and whether
-/// they refute its assumptions.
-type LowerAfter<'a> =
-    dyn FnMut(usize, &[f64], f64, &Points<'_>, &[usize]) -> Result<(Vec<f64>, bool)> + 'a;
 
 /// The constraints' bounds after one optimistic observation, for the expander test: a copy of
 /// each bound, kept by the agent at the same observations as the bound, absorbs (x, u), is
