@@ -68,9 +68,22 @@
 //! excess shrinks like the cube root of the allowance), and 1.3–3.2·10⁻⁶ a few ulps from an
 //! observation with targets of 10⁻⁸ (Matérn 5/2, ℓ = 10⁻³) or anywhere with ℓ = 10³ in
 //! [0, 1]², where every point is next to the data in the kernel's metric. Only at a point equal
-//! bitwise to an observed input x_j is ρ_0² exactly 0 (k_t(x) = K_t e_j, k(x, x) = K_jj) and
-//! taken so, with no allowance, and only there is the limit a → 0 evaluated; the
+//! bitwise to an observed input x_j is ρ_0² taken as exactly 0 (k_t(x) = K_t e_j,
+//! k(x, x) = K_jj), with no allowance, and only there is the limit a → 0 evaluated; the
 //! certificate reports a > 0 everywhere else.
+//!
+//! **At an observed input, the null space's share.** There k_x lies in the data span, so on
+//! the truncated problem ρ_0² is not 0 but Σ_N pᵢ²/λᵢ = Σ_N λᵢuⱼᵢ² (pᵢ = λᵢuⱼᵢ), up to θ‖u_jN‖²:
+//! the functions of the set still move along N at x_j. Taking ρ_0² as that bound would cost
+//! about the cube root of θ (the a → 0 limit is lost). Instead, split any f of the true set as
+//! f = g + f_N, f_N = Σ_N cᵢeᵢ. Then f_N(x_j) = Σ_N cᵢ√λᵢuⱼᵢ ≤ B√θ‖u_jN‖ (Cauchy–Schwarz,
+//! ‖c_N‖ ≤ B); g has ‖g‖_H ≤ B, its residual is within R_t + B√θ of y_t (as above), and it has
+//! no component along N, so on the truncated problem its unseen part is orthogonal to every
+//! k_{x_i} and ρ_0² = 0 holds for it exactly. Every range-only value at x_j (each a below
+//! 10⁶θ, and the limit a → 0) therefore bounds g(x_j), and with B√θ‖u_jN‖ added, f(x_j); the
+//! smallest ‖u_jN‖ is taken over the observations equal to x. A witness in closed form
+//! (three observations h = 9.3·10⁻⁸ apart, RBF, λ_N ≈ 0.9θ) reaches 1.1·10⁻⁸ above the
+//! range-only value (0.07% of the width); the share is 0 when nothing is dropped.
 //!
 //! The two ends are evaluated exactly rather than by extreme a: a → ∞ gives B√k(x, x), the
 //! prior bound; a → 0, when x equals an observed input (ρ_0² = 0), gives
@@ -371,8 +384,9 @@ struct Prepared {
     prior: Vec<f64>,
     /// Uᵀk_t(x), column j for point j.
     projections: Mat<f64>,
-    /// Whether the point equals an observed input (then ρ_0² = 0 exactly).
-    observed: Vec<bool>,
+    /// Per point: if it equals observed inputs bitwise, the smallest ‖u_jN‖ over those
+    /// inputs j (the norm of row j of the eigenvectors on the null space N), else `None`.
+    observed: Vec<Option<f64>>,
 }
 
 /// Where the dual objective attains the bound that was returned.
@@ -407,6 +421,11 @@ struct Objective<'a> {
     /// Whether x equals an observed input bitwise: the only points whose ρ_0² is taken as
     /// exactly 0, and where the limit a → 0 is evaluated.
     observed: bool,
+    /// At an observed input x_j with a null space N, B√θ·‖u_jN‖: what the functions of the set
+    /// can add at x along N, which the range-only evaluations (a below
+    /// [`Spectrum::full_from`], and the limit a → 0) add to their value (see the module
+    /// documentation, "At an observed input"); 0 elsewhere.
+    null_slack: f64,
     /// g = γ_t‖k_t(x)‖, γ_t = tε/(1 − tε): a bound on the rounding error of each
     /// p_i = u_iᵀk_t(x) as computed (Higham 2002, §3.5).
     projection_error: f64,
@@ -529,14 +548,14 @@ fn spread_coefficient(radius: f64, v: f64) -> f64 {
 }
 
 impl<'a> Objective<'a> {
-    /// `p` = Uᵀk_t(x) over the whole spectrum (null space first); `observed` if x equals an
-    /// observed input bitwise.
+    /// `p` = Uᵀk_t(x) over the whole spectrum (null space first); `observed` = Some(‖u_jN‖)
+    /// if x equals an observed input x_j bitwise.
     fn new(
         spectrum: &'a Spectrum,
         p: &[f64],
         prior: f64,
         (radius_sq, norm_sq): (f64, f64),
-        observed: bool,
+        observed: Option<f64>,
     ) -> Self {
         let pb: Vec<f64> = p
             .iter()
@@ -553,6 +572,9 @@ impl<'a> Objective<'a> {
         let explained: f64 = w.iter().sum();
         let slack = (norm_sq * spectrum.dropped).sqrt();
         let projection_error = projection_error(spectrum, &pp);
+        // ‖u_jN‖ ≤ 1 for orthonormal U; the margin covers its rounding.
+        let null_slack = observed.map_or(0.0, |u| slack * (u * (1.0 + 1e-8)).min(1.0));
+        let observed = observed.is_some();
         let (rho0_sq, rho0_estimate) = if observed {
             (0.0, 0.0)
         } else {
@@ -569,6 +591,7 @@ impl<'a> Objective<'a> {
             rho0_sq,
             rho0_estimate,
             observed,
+            null_slack,
             projection_error,
             prior,
             radius_sq,
@@ -645,7 +668,12 @@ impl<'a> Objective<'a> {
         } else {
             0.0
         };
-        let value = self.sign * mu + spread;
+        let null_slack = if a < self.spectrum.full_from() {
+            self.null_slack
+        } else {
+            0.0
+        };
+        let value = self.sign * mu + spread + null_slack;
         if value.is_finite() {
             value
         } else {
@@ -780,8 +808,8 @@ impl<'a> Objective<'a> {
         (self.norm_sq * self.prior).sqrt()
     }
 
-    /// The a → 0 limit when x is on the data (ρ_0² = 0), on the range with the slack radius:
-    /// μ_0 + √(((R_t + B√θ)² − ‖b_N‖²) Σ p²/λ²).
+    /// The a → 0 limit when x is on the data (ρ_0² = 0), on the range with the slack radius,
+    /// plus the null space's share: μ_0 + √(((R_t + B√θ)² − ‖b_N‖²) Σ p²/λ²) + B√θ‖u_jN‖.
     fn at_zero(&self) -> Option<f64> {
         if !self.observed {
             return None;
@@ -796,7 +824,7 @@ impl<'a> Objective<'a> {
         } else {
             0.0
         };
-        Some(self.sign * mu + spread).filter(|v| v.is_finite())
+        Some(self.sign * mu + spread + self.null_slack).filter(|v| v.is_finite())
     }
 
     /// min over a of the objective, and where it is attained.
@@ -1119,8 +1147,19 @@ impl<K: Kernel> Cmm<K> {
         // ρ_0² is exactly 0; computed as k(x, x) − Σ p²/λ it would be rounding noise, and the
         // dual's a → 0 limit (interpolation) would be out of reach.
         let t = self.posterior.len();
-        let mut observed = vec![false; points.len()];
-        points.for_each(|j, x| observed[j] = (0..t).any(|i| self.posterior.input(i) == x));
+        let vectors = &spectrum.eigen.vectors;
+        let mut observed = vec![None; points.len()];
+        points.for_each(|j, x| {
+            observed[j] = (0..t)
+                .filter(|&i| self.posterior.input(i) == x)
+                .map(|i| {
+                    (0..spectrum.first)
+                        .map(|k| vectors[(i, k)] * vectors[(i, k)])
+                        .sum::<f64>()
+                        .sqrt()
+                })
+                .min_by(f64::total_cmp);
+        });
         Ok(Prepared {
             spectrum,
             prior,
@@ -1157,7 +1196,9 @@ impl<K: Kernel> Cmm<K> {
     ///   observed three times, and 10⁻⁴ in issue 36's case; it grows with B and with
     ///   λ_max, and is 0 when no eigenvalue is dropped;
     /// - next to (not on) an observation, the rounding allowance on ρ_0² (module
-    ///   documentation, "Next to the data"): up to 4·10⁻⁵ relative within 10⁻⁸ of it.
+    ///   documentation, "Next to the data"): up to 4·10⁻⁵ relative within 10⁻⁸ of it; on an
+    ///   observation x_j, where eigenvalues are dropped, the null space's share B√θ‖u_jN‖
+    ///   (module documentation, "At an observed input").
     ///
     /// `regulariser` is 0 (the limit a → 0) only at a point equal bitwise to an observed
     /// input.
