@@ -6,8 +6,8 @@ numpy). Two pieces:
 * :class:`KernelBanditSampler`, an ``optuna.samplers.BaseSampler``: the UCB of a
   martingale-mixture confidence bound (Flynn & Reeb 2024; DMM-UCB by default) maximised over the
   study's float and int parameters, mapped to the unit cube (log-scaled parameters in log
-  space), with the trials still RUNNING registered as pending evaluations (GP-UCB-PE, Contal et
-  al. 2013), so that parallel and distributed workers on one storage never receive the same
+  space), with the trials still RUNNING taken as pending evaluations (GP-BUCB, Desautels et
+  al. 2014), so that parallel and distributed workers on one storage never receive the same
   point (what is guaranteed, and what a dead or stalled worker can do, is stated on the class).
   Categorical parameters are delegated to an independent sampler, as Optuna's own
   ``GPSampler`` does. The sampler keeps no state between calls: everything is rebuilt from
@@ -32,7 +32,7 @@ import threading
 import time
 import warnings
 import zlib
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -72,7 +72,9 @@ __all__ = [
 # The system attribute under which a trial's relative sample is shared with the other workers
 # (JSON of {name: value}), before the objective calls suggest_*.
 _CLAIM_KEY = "kernel_bandits:relative_params"
-# ... and how it was chosen: "ucb", "exploration" (GP-UCB-PE) or "startup".
+# ... and how it was chosen: "ucb" (no trial pending), "pending-ucb" (GP-BUCB's UCB with the
+# running trials pending), "startup", "random" (a grid exhausted by pending points) or
+# "independent" (no relative search space).
 _RULE_KEY = "kernel_bandits:rule"
 # ... and the numbers of the running trials it took as pending (a record for diagnostics).
 _PENDING_KEY = "kernel_bandits:pending"
@@ -80,6 +82,11 @@ _PENDING_KEY = "kernel_bandits:pending"
 # smaller number that had claimed its point and was RUNNING then is among the pending ones
 # (unless it was silent).
 _READ_AT_KEY = "kernel_bandits:read_at"
+# ... and how many completed trials it modelled (a record for diagnostics).
+_OBSERVED_KEY = "kernel_bandits:observed"
+# With trials running, a proposal keeps at least this distance (largest coordinate difference in
+# the unit cube) from every pending point.
+_DISTINCT = 1e-3
 # A trial's sign of life while its proposal is under way: a time stamp rewritten every
 # claim_timeout / 4 seconds until the rule is written. Waiters only compare it with the value
 # they saw before (on their own clock), so clocks of different machines need not agree.
@@ -210,13 +217,22 @@ class KernelBanditSampler(BaseSampler):
     distributions dropped) map to the unit cube (see :func:`encode_params`); the COMPLETE
     trials' values, negated if the study minimises, are the observations; the RUNNING trials'
     points (their parameters, or the relative sample a worker has claimed for them, shared
-    through a trial system attribute) are pending evaluations. The next point is the agent's
-    ``select_in`` on the unit cube: the point of largest UCB, or, while a UCB point is pending,
-    the point of largest posterior variance given the pending points within the relevant region
-    {UCB ≥ max LCB} (GP-UCB-PE, Contal, Buffoni, Robicquet & Vayatis 2013, Alg. 1). Int and
-    stepped parameters are rounded to their grid; a rounded point equal to a pending one is
-    registered as pending and the selection repeated, so no two running trials share a point
-    (unless the grid has fewer points than there are workers).
+    through a trial system attribute) are pending evaluations. With none running, the next point
+    is the agent's ``select_in`` on the unit cube, the point of largest UCB (rule ``"ucb"``).
+    With trials running, it is GP-BUCB's (Desautels, Krause & Burdick 2014, Eq. 5; rule
+    ``"pending-ucb"``): the largest μ_t(x) + w_t(x)·σ_{t,P}(x)/σ_t(x), where μ_t and the width
+    w_t = UCB_t − μ_t are the bound's on the completed trials and σ²_{t,P} is the posterior
+    variance given the pending points as well, over the agent's start points and its refined
+    UCB point, less those within 10⁻³ of a running point in every coordinate of the cube. The
+    width shrinks where a running trial will inform, so workers spread out around the
+    promising region instead of repeating a point. (GP-UCB-PE, which the crate's
+    agents use for batches, spends the points after the first on the largest variance in
+    {UCB ≥ max LCB}: with 4 workers on the example of ``examples/optuna_workers.py`` that sent
+    half the trials to corners of the box, and 3 of 8 studies ended with the int parameter
+    off its optimum, against 0 of 16 with GP-BUCB; docs/optuna.md.) Int and stepped parameters are rounded to
+    their grid; a rounded point equal to a pending one is made pending and the selection
+    repeated, so no two running trials share a point (unless the grid has fewer points than
+    there are workers).
 
     The point is proposed in ``before_trial``, as soon as the storage has created the trial:
     the sampler first waits until every RUNNING trial with a smaller number has shared its
@@ -466,8 +482,8 @@ class KernelBanditSampler(BaseSampler):
     ) -> Dict[str, Any]:
         """Proposes ``trial``'s point and writes it to the trial, showing signs of life meanwhile."""
         with _Heartbeat(study, trial, self._claim_timeout / 4):
-            params, rule, pending, read_at = self._propose(study, trial, search_space)
-            self._claim(study, trial, params, rule, pending, read_at)
+            params, rule, pending, read_at, observed = self._propose(study, trial, search_space)
+            self._claim(study, trial, params, rule, pending, read_at, observed)
         return params
 
     def _read(
@@ -501,11 +517,12 @@ class KernelBanditSampler(BaseSampler):
 
     def _propose(
         self, study: Study, trial: FrozenTrial, search_space: Dict[str, BaseDistribution]
-    ) -> Tuple[Dict[str, Any], str, List[int], Optional[float]]:
-        """The proposal for ``trial``: its point, the rule that chose it, the pending trials, and
-        when it read the study."""
+    ) -> Tuple[Dict[str, Any], str, List[int], Optional[float], Optional[int]]:
+        """The proposal for ``trial``: its point, the rule that chose it, the pending trials,
+        when it read the study, and how many observations its model had (None before the
+        model)."""
         if not search_space:
-            return {}, "independent", [], None
+            return {}, "independent", [], None, None
         names = list(search_space)
         self._wait_for_earlier(study, trial)
         x, y, running, read_at = self._read(study, trial, search_space, names)
@@ -513,6 +530,7 @@ class KernelBanditSampler(BaseSampler):
         distinct = len(y) > 0 and len(np.unique(x, axis=0)) >= 2
         agent = self._agent(x, y, trial) if len(y) >= self._n_startup_trials and distinct else None
         params, rule = self._choose(agent, search_space, names, running, trial)
+        observed = len(y) if agent is not None else None
         # Points claimed since the read: by later trials that went ahead while this proposal was
         # silent for claim_timeout (it stalled), or by earlier ones it went ahead without. Take
         # them as pending and select again (the model is unchanged), until a read finds none.
@@ -523,7 +541,7 @@ class KernelBanditSampler(BaseSampler):
                 break
             running.update(new)
             params, rule = self._choose(agent, search_space, names, running, trial)
-        return params, rule, sorted(running), read_at
+        return params, rule, sorted(running), read_at, observed
 
     def _wait_for_earlier(self, study: Study, trial: FrozenTrial) -> None:
         """Waits until every RUNNING trial numbered before ``trial`` has shared its point, or has
@@ -610,28 +628,24 @@ class KernelBanditSampler(BaseSampler):
         taken = {self._key(search_space, names, p) for p, _ in running.values()}
         rng = np.random.default_rng([self._seed, trial.number, 17])
         unit = _kb.BoxDomain.unit(d)
-        if agent is not None:
-            agent = agent.copy()
-            if any(rule == "ucb" for _, rule in running.values()):
-                # One UCB point is in flight (GP-UCB-PE): the next point explores. The agent
-                # learns that a UCB point is pending when its own UCB pick is registered; that
-                # pick, the UCB point given the data now, stands for the running one.
-                agent.pending(agent.select_in(unit).point)
-            for p, _ in running.values():
-                agent.pending([_encode(search_space[n], p[n]) for n in names])
+        pending = [[_encode(search_space[n], p[n]) for n in names] for p, _ in running.values()]
+
+        def snap(u: np.ndarray) -> List[float]:
+            """The point of the cube that ``u``'s parameters encode (ints and steps rounded)."""
+            return [_encode(search_space[n], _decode(search_space[n], u[i])) for i, n in enumerate(names)]
         params: Dict[str, Any] = {}
         # Up to d + 8 selections: a rounded point equal to a pending one becomes pending itself.
         for _ in range(d + 8):
-            if agent is not None:
-                choice = agent.select_in(unit)
-                u, rule = choice.point, choice.rule
-            else:
+            if agent is None:
                 u, rule = rng.random(d), "startup"
+            elif pending:
+                u, rule = self._pending_ucb(agent, unit, pending, snap), "pending-ucb"
+            else:
+                u, rule = agent.copy().select_in(unit).point, "ucb"
             params = {n: _decode(search_space[n], u[i]) for i, n in enumerate(names)}
             if self._key(search_space, names, params) not in taken:
                 return params, rule
-            if agent is not None:
-                agent.pending([_encode(search_space[n], params[n]) for n in names])
+            pending.append([_encode(search_space[n], params[n]) for n in names])
         # The grid is (nearly) exhausted by pending points: a random free grid point, if any.
         for _ in range(256):
             u = rng.random(d)
@@ -639,6 +653,41 @@ class KernelBanditSampler(BaseSampler):
             if self._key(search_space, names, params) not in taken:
                 break
         return params, "random"
+
+    @staticmethod
+    def _pending_ucb(
+        agent: _kb.UcbAgent,
+        unit: _kb.BoxDomain,
+        pending: List[List[float]],
+        snap: Callable[[np.ndarray], List[float]],
+    ) -> np.ndarray:
+        """GP-BUCB's choice with pending points (Desautels, Krause & Burdick 2014, Eq. 5): the
+        largest μ_t(x) + w_t(x)·σ_{t,P}(x)/σ_t(x), where μ_t and w_t = UCB_t − μ_t are the
+        bound's mean and width on the completed trials and σ²_{t,P} the posterior variance
+        given the pending points P as well (their targets still to come). The width shrinks
+        where a pending point will inform, so the next point neither repeats a running one nor
+        leaves the promising region for a corner the way pure exploration would. Maximised
+        over the agent's start points in the cube and its own refined UCB point (the choice
+        when the pending points inform nothing there), less those whose parameters (ints and steps
+        rounded, ``snap``) are within 10⁻³ of a pending point (largest coordinate difference): with noise that dominates the posterior variance a
+        pending point leaves most of it, and the score can peak right next to it."""
+        candidates = np.vstack([agent.next_starts(unit), np.atleast_2d(agent.copy().select_in(unit).point)])
+        values = agent.bounds(candidates)
+        mean, ucb = np.asarray(values.mean), np.asarray(values.ucb)
+        bound = agent.bound
+        prior = np.asarray(bound.pending_variance(np.empty((0, candidates.shape[1])), candidates))
+        given = np.asarray(bound.pending_variance(np.asarray(pending, dtype=float), candidates))
+        ratio = np.sqrt(np.clip(given / np.where(prior > 0, prior, 1.0), 0.0, 1.0))
+        ratio[prior <= 0] = 0.0
+        score = mean + (ucb - mean) * ratio
+        # Where the noise dominates the posterior variance a pending point leaves most of it,
+        # and the score may peak next to it (the refined UCB point, say, when no trial has
+        # completed since a running one chose it): such candidates are not distinct points.
+        snapped = np.array([snap(u) for u in candidates], dtype=float)
+        gap = np.abs(snapped[:, None, :] - np.asarray(pending, dtype=float)[None, :, :]).max(axis=2).min(axis=1)
+        distinct = gap > _DISTINCT
+        best = int(np.argmax(np.where(distinct, score, -np.inf))) if distinct.any() else int(np.argmax(gap))
+        return np.asarray(candidates[best], dtype=float)
 
     @staticmethod
     def _key(search_space: Dict[str, BaseDistribution], names: List[str], params: Dict[str, Any]) -> tuple:
@@ -652,6 +701,7 @@ class KernelBanditSampler(BaseSampler):
         rule: str,
         pending: List[int],
         read_at: Optional[float],
+        observed: Optional[int],
     ) -> None:
         """Writes the proposal to the trial; the rule last, as the mark that the point is there."""
         text = json.dumps(params)
@@ -661,6 +711,8 @@ class KernelBanditSampler(BaseSampler):
         storage.set_trial_system_attr(trial._trial_id, _PENDING_KEY, pending)
         if read_at is not None:
             storage.set_trial_system_attr(trial._trial_id, _READ_AT_KEY, read_at)
+        if observed is not None:
+            storage.set_trial_system_attr(trial._trial_id, _OBSERVED_KEY, observed)
         storage.set_trial_system_attr(trial._trial_id, _RULE_KEY, rule)
 
 
