@@ -774,6 +774,23 @@ fn cmm_covers_the_null_space_at_an_observed_input() {
         bound.observe(&[x], 0.0).unwrap();
     }
     let t = xs.len();
+    // The case only tests something if the antisymmetric direction (eigenvalue ≈ 2h²) is
+    // dropped (at or below θ₀ = tελ_max) and the witness's gain h exceeds the range-only
+    // slack √(θ₀/3): 2θ₀/3 < 2h² ≤ θ₀.
+    let (values, _) = bound.eigendecomposition().unwrap();
+    let largest = values.iter().copied().fold(0.0, f64::max);
+    let theta0 = t as f64 * f64::EPSILON * largest;
+    let antisymmetric: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|&l| (l - 2.0 * h * h).abs() < 0.2 * 2.0 * h * h)
+        .collect();
+    assert!(
+        antisymmetric.len() == 1
+            && antisymmetric[0] <= theta0
+            && antisymmetric[0] > 2.0 * theta0 / 3.0,
+        "the antisymmetric eigenvalue {antisymmetric:?} is not in (2θ₀/3, θ₀], θ₀ = {theta0:e}"
+    );
     let gram = DMatrix::from_fn(t, t, |i, j| kernel.eval(&[xs[i]], &[xs[j]]));
     let y = DVector::zeros(t);
     let radius = radius_sq(&gram, &y, sigma, c, delta).sqrt();
