@@ -769,7 +769,7 @@ fn cmm_covers_the_null_space_at_an_observed_input() {
         .norm_bound(b)
         .delta(delta)
         .scale(c);
-    let mut bound = Cmm::new(kernel.clone(), params).unwrap();
+    let mut bound = Cmm::new(kernel, params).unwrap();
     for &x in &xs {
         bound.observe(&[x], 0.0).unwrap();
     }
