@@ -365,6 +365,19 @@ impl Spectrum {
         out
     }
 
+    /// ‖u_iN‖ for every observation i: the norm of row i of the eigenvectors on the null space
+    /// N (the first `first` columns); all 0 when nothing is dropped.
+    fn null_row_norms(&self) -> Vec<f64> {
+        let vectors = &self.eigen.vectors;
+        let mut sums = vec![0.0; vectors.nrows()];
+        for k in 0..self.first {
+            for (sum, u) in sums.iter_mut().zip(vectors.col(k).iter()) {
+                *sum += u * u;
+            }
+        }
+        sums.into_iter().map(f64::sqrt).collect()
+    }
+
     /// The eigenvalues and b on the range.
     fn range(&self) -> (&[f64], &[f64]) {
         (&self.values[self.first..], &self.targets[self.first..])
@@ -1147,18 +1160,17 @@ impl<K: Kernel> Cmm<K> {
         // ρ_0² is exactly 0; computed as k(x, x) − Σ p²/λ it would be rounding noise, and the
         // dual's a → 0 limit (interpolation) would be out of reach.
         let t = self.posterior.len();
-        let vectors = &spectrum.eigen.vectors;
         let mut observed = vec![None; points.len()];
+        // ‖u_iN‖ for every observation i, formed once per batch (O(t·|N|), column by column)
+        // and only if some point is observed.
+        let mut null_norms: Option<Vec<f64>> = None;
         points.for_each(|j, x| {
-            observed[j] = (0..t)
-                .filter(|&i| self.posterior.input(i) == x)
-                .map(|i| {
-                    (0..spectrum.first)
-                        .map(|k| vectors[(i, k)] * vectors[(i, k)])
-                        .sum::<f64>()
-                        .sqrt()
-                })
-                .min_by(f64::total_cmp);
+            let mut matches = (0..t).filter(|&i| self.posterior.input(i) == x).peekable();
+            if matches.peek().is_none() {
+                return;
+            }
+            let norms = null_norms.get_or_insert_with(|| spectrum.null_row_norms());
+            observed[j] = matches.map(|i| norms[i]).min_by(f64::total_cmp);
         });
         Ok(Prepared {
             spectrum,
