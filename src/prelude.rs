@@ -1,8 +1,8 @@
 //! The types most programs need: `use kernel_bandits::prelude::*;`.
 
 pub use crate::agent::{
-    ArmSetPolicy, BanditAgent, Choice, ContinuousOptions, Misspecification, RandomAgent, Rule,
-    UcbAgent,
+    ArmSetPolicy, BanditAgent, BatchRule, Choice, ContinuousOptions, Misspecification, RandomAgent,
+    Rule, UcbAgent,
 };
 pub use crate::bound::{
     AdaptiveNorm, Amm, Ay, Bkb, BoundParams, Bounds, Cmm, ConfidenceBound, Dmm, EkUcb, Igp, KUcb,

@@ -2,8 +2,8 @@
 //! `RPerp`, `Restarting` and `SlidingWindow` (Iwazaki & Takeno 2025).
 
 use kernel_bandits::agent::{
-    ArmSetPolicy, BanditAgent, ContinuousOptions, Misspecification, RandomAgent as RsRandom,
-    UcbAgent as RsUcb,
+    ArmSetPolicy, BanditAgent, BatchRule, ContinuousOptions, Misspecification,
+    RandomAgent as RsRandom, UcbAgent as RsUcb,
 };
 use kernel_bandits::bound::ConfidenceBound;
 use kernel_bandits::nonstationary::{
@@ -340,7 +340,10 @@ macro_rules! agent_class {
 /// of pending points) are scored at once and the best `refine` of them are refined by a
 /// box-constrained quasi-Newton method; defaults 1024, 5 and 0 (`with_continuous` changes them).
 /// The point returned lies in the box and its UCB is at least that of every start: a local
-/// maximiser, not a certified global one.
+/// maximiser, not a certified global one. While a UCB point is pending (the further points of a
+/// batch, asynchronous workers), `batch_rule="pending-ucb"` (default) maximises GP-BUCB's
+/// μ + (UCB − μ)·σ_P/σ (Desautels, Krause & Burdick 2014) and `"exploration"` the variance
+/// given the pending points in the relevant region (GP-UCB-PE, Contal et al. 2013).
 #[pyclass(name = "UcbAgent", module = "kernel_bandits")]
 #[derive(Debug)]
 pub struct PyUcbAgent {
@@ -355,8 +358,12 @@ fn continuous_options(
     refine: Option<usize>,
     seed: Option<u64>,
     max_iterations: Option<usize>,
-) -> ContinuousOptions {
+    batch_rule: Option<&str>,
+) -> PyResult<ContinuousOptions> {
     let mut o = base;
+    if let Some(rule) = batch_rule {
+        o.batch_rule = parse_batch_rule(rule)?;
+    }
     if let Some(v) = max_iterations {
         o.max_iterations = v;
     }
@@ -369,7 +376,26 @@ fn continuous_options(
     if let Some(v) = seed {
         o.seed = v;
     }
-    o
+    Ok(o)
+}
+
+fn parse_batch_rule(rule: &str) -> PyResult<BatchRule> {
+    Ok(match rule {
+        "pending-ucb" => BatchRule::PendingUcb,
+        "exploration" => BatchRule::Exploration,
+        other => {
+            return Err(InvalidParameterError::new_err(format!(
+                "batch_rule = {other:?}: expected \"pending-ucb\" or \"exploration\""
+            )));
+        }
+    })
+}
+
+fn batch_rule_name(rule: BatchRule) -> &'static str {
+    match rule {
+        BatchRule::PendingUcb => "pending-ucb",
+        BatchRule::Exploration => "exploration",
+    }
 }
 
 fn parse_policy(arm_sets: &str, memory_limit: Option<usize>) -> PyResult<ArmSetPolicy> {
@@ -389,7 +415,7 @@ fn parse_policy(arm_sets: &str, memory_limit: Option<usize>) -> PyResult<ArmSetP
 
 agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
     #[new]
-    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report", starts = None, refine = None, seed = None, max_iterations = None))]
+    #[pyo3(signature = (bound, *, arm_set = None, arm_sets = "detect", memory_limit = None, misspecification = "report", starts = None, refine = None, seed = None, max_iterations = None, batch_rule = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -402,6 +428,7 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         refine: Option<usize>,
         seed: Option<u64>,
         max_iterations: Option<usize>,
+        batch_rule: Option<&str>,
     ) -> PyResult<Self> {
         let options = continuous_options(
             ContinuousOptions::default(),
@@ -409,7 +436,8 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
             refine,
             seed,
             max_iterations,
-        );
+            batch_rule,
+        )?;
         let policy = parse_policy(arm_sets, memory_limit)?;
         if memory_limit.is_some() && !matches!(policy, ArmSetPolicy::Detect { .. }) {
             return Err(InvalidParameterError::new_err(
@@ -523,24 +551,33 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
 
     /// Sets how `select_in` searches a box: `starts` space-filling starts scored, the best
     /// `refine` refined for at most `max_iterations` quasi-Newton iterations each, `seed` of the
-    /// starts (each at least 1 but the seed; `None` keeps the current value). Returns the agent.
-    #[pyo3(signature = (*, starts = None, refine = None, seed = None, max_iterations = None))]
-    fn with_continuous(
-        mut slf: PyRefMut<'_, Self>,
+    /// starts (each at least 1 but the seed), and `batch_rule` while a UCB point is pending
+    /// (`"pending-ucb"`, GP-BUCB, or `"exploration"`, GP-UCB-PE). `None` keeps the current
+    /// value. Returns the agent.
+    #[pyo3(signature = (*, starts = None, refine = None, seed = None, max_iterations = None, batch_rule = None))]
+    fn with_continuous<'py>(
+        mut slf: PyRefMut<'py, Self>,
         starts: Option<usize>,
         refine: Option<usize>,
         seed: Option<u64>,
         max_iterations: Option<usize>,
-    ) -> PyResult<PyRefMut<'_, Self>> {
-        let options =
-            continuous_options(slf.inner.continuous(), starts, refine, seed, max_iterations);
+        batch_rule: Option<&str>,
+    ) -> PyResult<PyRefMut<'py, Self>> {
+        let options = continuous_options(
+            slf.inner.continuous(),
+            starts,
+            refine,
+            seed,
+            max_iterations,
+            batch_rule,
+        )?;
         let agent = slf.inner.clone();
         slf.inner = agent.with_continuous(options).or_raise()?;
         Ok(slf)
     }
 
-    /// How `select_in` searches a box: a dict with `starts`, `refine`, `seed` and
-    /// `max_iterations`.
+    /// How `select_in` searches a box: a dict with `starts`, `refine`, `seed`,
+    /// `max_iterations` and `batch_rule`.
     #[getter]
     fn continuous<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let o = self.inner.continuous();
@@ -549,6 +586,7 @@ agent_class!(PyUcbAgent, RsUcb<PyAnyBound>, {
         d.set_item("refine", o.refine)?;
         d.set_item("seed", o.seed)?;
         d.set_item("max_iterations", o.max_iterations)?;
+        d.set_item("batch_rule", batch_rule_name(o.batch_rule))?;
         Ok(d)
     }
 

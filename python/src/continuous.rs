@@ -121,9 +121,11 @@ pub fn domain(obj: &Bound<'_, PyAny>) -> PyResult<RsBoxDomain> {
 
 /// A point chosen in a continuous domain: `point` (a 1-D float64 array inside the domain), its
 /// upper confidence bound `ucb` (as `bounds` computes it; +∞ for `RandomAgent`), the `rule`
-/// that chose it: `"ucb"` (the maximiser of the UCB), `"exploration"` (the largest variance given
-/// the pending points within the relevant region, GP-UCB-PE of Contal et al. 2013) or
-/// `"random"`; `converged`, whether the point comes from a refinement that converged (a local
+/// that chose it: `"ucb"` (the maximiser of the UCB), `"pending-ucb"` (while a UCB point is
+/// pending, by default: the largest μ + (UCB − μ)·σ_P/σ, GP-BUCB of Desautels, Krause & Burdick
+/// 2014), `"exploration"` (while a UCB point is pending, with `batch_rule="exploration"`: the
+/// largest variance given the pending points within the relevant region, GP-UCB-PE of Contal et
+/// al. 2013) or `"random"`; `converged`, whether the point comes from a refinement that converged (a local
 /// maximiser of the rule's objective to the tolerance; false for a start kept unrefined, a
 /// refinement that ran out of iterations, and `"random"`), and that refinement's `iterations`.
 #[pyclass(name = "Choice", frozen, module = "kernel_bandits")]
@@ -134,14 +136,15 @@ fn rule_name(rule: Rule) -> &'static str {
     match rule {
         Rule::Ucb => "ucb",
         Rule::Exploration => "exploration",
+        Rule::PendingUcb => "pending-ucb",
         Rule::Random => "random",
     }
 }
 
 #[pymethods]
 impl PyChoice {
-    /// A choice from its parts (what pickling uses); `rule` is "ucb", "exploration" or
-    /// "random".
+    /// A choice from its parts (what pickling uses); `rule` is "ucb", "pending-ucb",
+    /// "exploration" or "random".
     #[new]
     #[pyo3(signature = (point, ucb, rule, converged = false, iterations = 0))]
     fn new(
@@ -155,10 +158,11 @@ impl PyChoice {
         let rule = match rule {
             "ucb" => Rule::Ucb,
             "exploration" => Rule::Exploration,
+            "pending-ucb" => Rule::PendingUcb,
             "random" => Rule::Random,
             other => {
                 return Err(InvalidParameterError::new_err(format!(
-                    "rule = {other:?}: expected \"ucb\", \"exploration\" or \"random\""
+                    "rule = {other:?}: expected \"ucb\", \"pending-ucb\", \"exploration\" or \"random\""
                 )));
             }
         };
@@ -183,7 +187,7 @@ impl PyChoice {
         self.0.ucb
     }
 
-    /// "ucb", "exploration" or "random".
+    /// "ucb", "pending-ucb", "exploration" or "random".
     #[getter]
     fn rule(&self) -> &'static str {
         rule_name(self.0.rule)

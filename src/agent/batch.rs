@@ -40,8 +40,12 @@ use crate::points::{Points, check_point};
 pub enum Rule {
     /// The maximiser of the upper confidence bound.
     Ucb,
-    /// The maximiser of the variance given the pending points, within the relevant region.
+    /// The maximiser of the variance given the pending points, within the relevant region
+    /// (GP-UCB-PE, [`BatchRule::Exploration`]).
     Exploration,
+    /// The maximiser of GP-BUCB's score μ + (U − μ)·ρ_P/ρ, the UCB with its width shrunk by the
+    /// pending points ([`BatchRule::PendingUcb`]).
+    PendingUcb,
     /// Drawn uniformly at random ([`super::RandomAgent`]); its `ucb` is +∞, the trivial bound.
     Random,
 }
@@ -94,16 +98,37 @@ pub struct ContinuousOptions {
     pub seed: u64,
     /// The most quasi-Newton iterations of one refinement (at least 1).
     pub max_iterations: usize,
+    /// The rule for a point chosen while a UCB point is pending: the further points of a
+    /// batch, and asynchronous choices (default [`BatchRule::PendingUcb`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub batch_rule: BatchRule,
+}
+
+/// How a box search chooses a point while a UCB point is pending (see the
+/// [module documentation](self)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum BatchRule {
+    /// GP-BUCB (Desautels, Krause & Burdick 2014, Eq. 5): the largest μ_t + (U_t − μ_t)·ρ_P/ρ,
+    /// where ρ and ρ_P are the posterior standard deviations without and with the pending
+    /// points. The default.
+    #[default]
+    PendingUcb,
+    /// GP-UCB-PE (Contal et al. 2013, Alg. 1): the largest variance given the pending points in
+    /// the relevant region.
+    Exploration,
 }
 
 impl Default for ContinuousOptions {
-    /// 1024 starts, the best 5 refined for up to 200 iterations each, seed 0.
+    /// 1024 starts, the best 5 refined for up to 200 iterations each, seed 0, GP-BUCB while a
+    /// UCB point is pending.
     fn default() -> Self {
         Self {
             starts: 1024,
             refine: 5,
             seed: 0,
             max_iterations: 200,
+            batch_rule: BatchRule::PendingUcb,
         }
     }
 }
@@ -725,6 +750,122 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
     })
 }
 
+/// r = ρ_P/ρ ∈ [0, 1] from the variances without (`alone`) and with (`given`) the pending points,
+/// and its gradient from theirs: 1 where ρ² is not positive (nothing to shrink), clamped into
+/// [0, 1] against rounding (ρ_P² ≤ ρ² exactly), with a zero gradient where clamped.
+fn shrink_ratio(alone: (f64, &[f64]), given: (f64, &[f64])) -> (f64, Vec<f64>) {
+    let ((v, grad_v), (vp, grad_vp)) = (alone, given);
+    let zero = || vec![0.0; grad_v.len()];
+    if !(v > 0.0) {
+        return (1.0, zero());
+    }
+    if vp >= v {
+        return (1.0, zero());
+    }
+    if vp <= 0.0 {
+        return (0.0, zero());
+    }
+    let r = (vp / v).sqrt();
+    // ∇√(vp/v) = (∇vp/v − vp∇v/v²)/(2r).
+    let gradient = grad_vp
+        .iter()
+        .zip(grad_v)
+        .map(|(gp, g)| (gp / v - vp * g / (v * v)) / (2.0 * r))
+        .collect();
+    (r, gradient)
+}
+
+/// GP-BUCB's score s = μ + (U − μ)·r at one point, from its bounds and the ratio r of
+/// [`shrink_ratio`].
+fn pending_score(ucb: f64, mean: f64, ratio: f64) -> f64 {
+    mean + (ucb - mean) * ratio
+}
+
+/// The GP-BUCB point in `domain` (Desautels, Krause & Burdick 2014, Eq. 5; see the module
+/// documentation): of the starts that are not pending, the best by the score
+/// s = μ + (U − μ)·ρ_P/ρ are refined on s by its gradient; a refined point is kept only if it
+/// is not pending and scores at least its start, else its start. In a box that is a single
+/// (pending) point, that point.
+pub(crate) fn pending_ucb_in<B: ConfidenceBound + ?Sized>(
+    bound: &B,
+    domain: &BoxDomain,
+    options: &ContinuousOptions,
+    starts: &[f64],
+    pending: &PendingSet,
+) -> Result<Choice> {
+    let d = domain.dim();
+    let points = Points::from_row_major(starts, d)?;
+    let bounds = bound.evaluate(&points)?;
+    let given = bound.pending_variance(&pending.points()?)?;
+    let alone = bound.pending_variance(&Points::from_row_major(&[], d)?)?;
+    let (variance_given, variance_alone) = (given.variance(&points)?, alone.variance(&points)?);
+    let ranked: Vec<f64> = (0..starts.len() / d)
+        .map(|j| {
+            if pending.contains(&starts[j * d..(j + 1) * d]) {
+                f64::NEG_INFINITY
+            } else {
+                let (ratio, _) = shrink_ratio((variance_alone[j], &[]), (variance_given[j], &[]));
+                pending_score(bounds.ucb[j], bounds.mean[j], ratio)
+            }
+        })
+        .collect();
+    max_finite(&ranked, "GP-BUCB score")?;
+    let chosen: Vec<usize> = best_indices(&ranked, options.refine)
+        .into_iter()
+        .filter(|&j| ranked[j] > f64::NEG_INFINITY)
+        .collect();
+    let score = |x: &[f64]| -> Result<(f64, Vec<f64>)> {
+        let at = bound.gradient(x)?;
+        let (v, grad_v) = alone.variance_gradient(x)?;
+        let (vp, grad_vp) = given.variance_gradient(x)?;
+        let (ratio, grad_ratio) = shrink_ratio((v, &grad_v), (vp, &grad_vp));
+        let width = at.ucb - at.mean;
+        let gradient = (0..d)
+            .map(|i| {
+                at.mean_gradient[i]
+                    + (at.ucb_gradient[i] - at.mean_gradient[i]) * ratio
+                    + width * grad_ratio[i]
+            })
+            .collect();
+        Ok((pending_score(at.ucb, at.mean, ratio), gradient))
+    };
+    let all_refined = refine_all(
+        domain,
+        starts,
+        &chosen,
+        bound.len() + pending.len(),
+        |_, start| refine_on(domain, start, options.max_iterations, &score),
+    )?;
+    // (point, score, converged, iterations)
+    let mut best: Option<(Vec<f64>, f64, bool, usize)> = None;
+    for (&j, refined) in chosen.iter().zip(all_refined) {
+        let candidate = if !pending.contains(&refined.point) && refined.value >= ranked[j] {
+            (
+                refined.point,
+                refined.value,
+                refined.converged,
+                refined.iterations,
+            )
+        } else {
+            (starts[j * d..(j + 1) * d].to_vec(), ranked[j], false, 0)
+        };
+        if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
+            best = Some(candidate);
+        }
+    }
+    // Only when every start is pending: in a box that is a single point. That point, then.
+    let (point, converged, iterations) =
+        best.map_or((starts[..d].to_vec(), false, 0), |(p, _, c, i)| (p, c, i));
+    let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
+    Ok(Choice {
+        point,
+        ucb,
+        rule: Rule::PendingUcb,
+        converged,
+        iterations,
+    })
+}
+
 impl<B: ConfidenceBound> UcbAgent<B> {
     /// Sets how [`BanditAgent::select_in`] searches a box (see [`ContinuousOptions`]).
     ///
@@ -895,22 +1036,30 @@ impl<B: ConfidenceBound> UcbAgent<B> {
 
     fn choose_in(&self, domain: &BoxDomain) -> Result<Choice> {
         let starts = self.next_starts(domain);
-        if self.pending_set.explore_next() {
-            exploration_in(
+        if !self.pending_set.explore_next() {
+            return ucb_in(
                 self.bound(),
                 domain,
                 &self.continuous,
                 &starts,
                 &self.pending_set,
-            )
-        } else {
-            ucb_in(
+            );
+        }
+        match self.continuous.batch_rule {
+            BatchRule::PendingUcb => pending_ucb_in(
                 self.bound(),
                 domain,
                 &self.continuous,
                 &starts,
                 &self.pending_set,
-            )
+            ),
+            BatchRule::Exploration => exploration_in(
+                self.bound(),
+                domain,
+                &self.continuous,
+                &starts,
+                &self.pending_set,
+            ),
         }
     }
 }

@@ -10,7 +10,7 @@ mod random;
 mod refit;
 mod ucb;
 
-pub use batch::{Choice, ContinuousOptions, PENDING_TOLERANCE, Rule};
+pub use batch::{BatchRule, Choice, ContinuousOptions, PENDING_TOLERANCE, Rule};
 pub use random::RandomAgent;
 pub use refit::{Observed, Recommendation, Refit, RefitMode, RefitOptions};
 pub use ucb::{ArmSetPolicy, Misspecification, UcbAgent};

@@ -191,6 +191,8 @@ fn batch_q1_replays_the_plain_loops_of_the_library() {
                 starts: STARTS,
                 refine: 1,
                 seed: starts_seeds[rep],
+                // The rule `kbandit reproduce batch` uses by default.
+                batch_rule: BatchRule::Exploration,
                 ..ContinuousOptions::default()
             };
             let mut agent = UcbAgent::new(build()).with_continuous(options).unwrap();

@@ -1,7 +1,7 @@
 //! `select_in` and `select_batch_in` on box domains: inside the box, at least the UCB of every
 //! start, a 1-D argmax against an independent golden-section search on `evaluate`, the
-//! exploration points against a dense variance computation, determinism, distinctness, and
-//! errors that change nothing.
+//! GP-BUCB and GP-UCB-PE points against a dense variance computation, determinism,
+//! distinctness, and errors that change nothing.
 
 use crate::common::dense_variance;
 
@@ -175,9 +175,112 @@ fn select_in_is_deterministic_and_refuses_bad_domains() {
     );
 }
 
-/// A batch in a box: the first point is select_in's; each further point is in the relevant
-/// region of its own starts (UCB ≥ their largest LCB), not pending, and its variance given
-/// the pending points (dense reference) is at least that of every admissible start.
+/// GP-BUCB's score μ + (U − μ)·√(ρ_P²/ρ²) (Desautels, Krause & Burdick 2014, Eq. 5) with the
+/// variances from the dense reference, at `x` given the `observed` and `pending` inputs.
+fn bucb_score(
+    bound: &dyn ConfidenceBound,
+    kernel: &Matern,
+    observed: &[Vec<f64>],
+    pending: &[Vec<f64>],
+    x: &[f64],
+) -> f64 {
+    let b = bound
+        .evaluate(&Points::from_row_major(x, x.len()).unwrap())
+        .unwrap();
+    let alone = posterior_variance(kernel, observed, 0.01, x);
+    let mut inputs = observed.to_vec();
+    inputs.extend(pending.iter().cloned());
+    let given = posterior_variance(kernel, &inputs, 0.01, x);
+    let ratio = (given.max(0.0) / alone).sqrt().min(1.0);
+    b.mean[0] + (b.ucb[0] - b.mean[0]) * ratio
+}
+
+/// A batch in a box with the default rule: the first point is select_in's; each further point
+/// is GP-BUCB's: not pending, between μ and U, and its score (variances from the dense
+/// reference, so that the pending points' effect is checked independently) at least that of
+/// every start that is not pending, to rounding. On a mirrored design (observations
+/// symmetric about the box's centre, the first point at the centre) and on scattered ones,
+/// after 0, 3 and 30 observations.
+#[test]
+fn batch_in_a_box_follows_gp_bucb() {
+    let options = ContinuousOptions {
+        starts: 128,
+        refine: 3,
+        seed: 11,
+        ..ContinuousOptions::default()
+    };
+    assert_eq!(options.batch_rule, BatchRule::PendingUcb);
+    let kernel = Matern::new(2.5, 0.4).unwrap();
+    let mirrored = {
+        let domain = BoxDomain::unit(2).unwrap();
+        let mut agent = UcbAgent::new(Dmm::new(Matern::new(2.5, 0.4).unwrap(), params()).unwrap());
+        for x in [[0.2, 0.5], [0.8, 0.5], [0.5, 0.2], [0.5, 0.8]] {
+            agent.update(&x, 1.0).unwrap();
+        }
+        (domain, agent)
+    };
+    let scattered = [0, 3, 30].map(|n| {
+        let domain = BoxDomain::unit(2).unwrap();
+        let agent = agent(2, n, &domain);
+        (domain, agent)
+    });
+    for (case, (domain, base)) in std::iter::once(mirrored).chain(scattered).enumerate() {
+        let base = base.with_continuous(options).unwrap();
+        let observed: Vec<Vec<f64>> = (0..base.bound().len())
+            .map(|i| base.bound().posterior().input(i).to_vec())
+            .collect();
+        let first = base.clone().select_in(&domain).unwrap();
+        let mut batch_agent = base.clone();
+        let mut chosen: Vec<Vec<f64>> = Vec::new();
+        for k in 0..5 {
+            let starts = batch_agent.next_starts(&domain);
+            let one = batch_agent.select_batch_in(&domain, 1).unwrap().remove(0);
+            assert!(domain.contains(&one.point));
+            if k == 0 {
+                assert_eq!(one, first, "the first point of a batch is select_in's");
+                assert_eq!(one.rule, Rule::Ucb);
+            } else {
+                assert_eq!(one.rule, Rule::PendingUcb);
+                let bound = batch_agent.bound();
+                let at = bound
+                    .evaluate(&Points::from_row_major(&one.point, 2).unwrap())
+                    .unwrap();
+                let score = bucb_score(bound, &kernel, &observed, &chosen, &one.point);
+                assert!(
+                    at.mean[0] - 1e-12 <= score && score <= at.ucb[0] + 1e-12,
+                    "case {case}, point {k}: score {score} outside [μ, U] = [{}, {}]",
+                    at.mean[0],
+                    at.ucb[0]
+                );
+                for (j, x) in starts.chunks_exact(2).enumerate() {
+                    if !chosen.iter().any(|c| c == x) {
+                        let other = bucb_score(bound, &kernel, &observed, &chosen, x);
+                        assert!(
+                            score >= other - 1e-9,
+                            "case {case}, point {k}: score {score} below start {j}'s {other}"
+                        );
+                    }
+                }
+            }
+            assert!(!chosen.contains(&one.point), "batch points are distinct");
+            chosen.push(one.point);
+        }
+        // All at once gives the same points.
+        let mut at_once = base.clone();
+        let points: Vec<Vec<f64>> = at_once
+            .select_batch_in(&domain, 5)
+            .unwrap()
+            .into_iter()
+            .map(|c| c.point)
+            .collect();
+        assert_eq!(points, chosen);
+    }
+}
+
+/// A batch in a box with GP-UCB-PE ([`BatchRule::Exploration`]): the first point is
+/// select_in's; each further point is in the relevant region of its own starts (UCB ≥ their
+/// largest LCB), not pending, and its variance given the pending points (dense reference) is
+/// at least that of every admissible start.
 #[test]
 fn batch_in_a_box_follows_gp_ucb_pe() {
     let domain = BoxDomain::unit(2).unwrap();
@@ -185,6 +288,7 @@ fn batch_in_a_box_follows_gp_ucb_pe() {
         starts: 128,
         refine: 3,
         seed: 11,
+        batch_rule: BatchRule::Exploration,
         ..ContinuousOptions::default()
     };
     let kernel = Matern::new(2.5, 0.4).unwrap();
@@ -259,7 +363,7 @@ fn batch_in_a_box_follows_gp_ucb_pe() {
 }
 
 /// A pending point at select_in's maximiser (handed out elsewhere): the UCB point avoids it. A
-/// box that is a single point: the second point of a batch repeats it as an exploration point.
+/// box that is a single point: the second point of a batch repeats it, under either rule.
 #[test]
 fn ucb_point_avoids_pending_points_and_single_point_boxes_repeat() {
     let domain = BoxDomain::unit(1).unwrap();
@@ -271,14 +375,22 @@ fn ucb_point_avoids_pending_points_and_single_point_boxes_repeat() {
     assert_eq!(next.rule, Rule::Ucb);
     assert_ne!(next.point, best.point);
     let point = BoxDomain::new(&[0.25], &[0.25]).unwrap();
-    let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.2).unwrap(), params()).unwrap());
-    let batch = agent.select_batch_in(&point, 2).unwrap();
-    assert_eq!(batch[0].point, vec![0.25]);
-    assert_eq!(batch[1].point, vec![0.25]);
-    assert_eq!(
-        (batch[0].rule, batch[1].rule),
-        (Rule::Ucb, Rule::Exploration)
-    );
+    for (rule, second) in [
+        (BatchRule::PendingUcb, Rule::PendingUcb),
+        (BatchRule::Exploration, Rule::Exploration),
+    ] {
+        let options = ContinuousOptions {
+            batch_rule: rule,
+            ..ContinuousOptions::default()
+        };
+        let mut agent = UcbAgent::new(Amm::new(Rbf::new(0.2).unwrap(), params()).unwrap())
+            .with_continuous(options)
+            .unwrap();
+        let batch = agent.select_batch_in(&point, 2).unwrap();
+        assert_eq!(batch[0].point, vec![0.25]);
+        assert_eq!(batch[1].point, vec![0.25]);
+        assert_eq!((batch[0].rule, batch[1].rule), (Rule::Ucb, second));
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

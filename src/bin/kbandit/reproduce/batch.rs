@@ -24,7 +24,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use clap::{Args, ValueEnum};
-use kernel_bandits::agent::ContinuousOptions;
+use kernel_bandits::agent::{BatchRule, ContinuousOptions};
 use kernel_bandits::bound::BoundConfig;
 use kernel_bandits::continuous::BoxDomain;
 use kernel_bandits::env::{ContinuousProblem, OptimumSearch};
@@ -80,8 +80,31 @@ pub struct BatchArgs {
     /// The most quasi-Newton iterations of one refinement in the box.
     #[arg(long, default_value_t = ContinuousOptions::default().max_iterations)]
     max_iterations: usize,
+    /// The rule for the further points of a round in the box: `exploration` (GP-UCB-PE, the
+    /// rule this experiment reproduces; also what the arms use) or `pending-ucb` (GP-BUCB, the
+    /// library's default for boxes).
+    #[arg(long, value_enum, default_value_t = BatchRuleName::Exploration)]
+    batch_rule: BatchRuleName,
     #[command(flatten)]
     run: RunOptions,
+}
+
+/// The rule for the further points of a round in the box.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(super) enum BatchRuleName {
+    /// GP-UCB-PE (Contal et al. 2013, Alg. 1).
+    Exploration,
+    /// GP-BUCB (Desautels, Krause & Burdick 2014, Eq. 5).
+    PendingUcb,
+}
+
+impl From<BatchRuleName> for BatchRule {
+    fn from(rule: BatchRuleName) -> Self {
+        match rule {
+            BatchRuleName::Exploration => BatchRule::Exploration,
+            BatchRuleName::PendingUcb => BatchRule::PendingUcb,
+        }
+    }
 }
 
 /// Where the agent chooses.
@@ -181,6 +204,7 @@ fn agent<K: Kernel + Clone + 'static>(
                 refine: args.refine,
                 seed: derive_seed(seed, &[STARTS_LABEL]),
                 max_iterations: args.max_iterations,
+                batch_rule: args.batch_rule.into(),
             };
             Box::new(UcbAgent::new(kind.build(kernel, &config)?).with_continuous(options)?)
         }

@@ -150,6 +150,7 @@ fn measure<K: Kernel + Clone + 'static>(
         refine: args.refine,
         seed: derive_seed(seed, &[STARTS_LABEL]),
         max_iterations: args.max_iterations,
+        ..ContinuousOptions::default()
     };
     let mut agent = UcbAgent::new(bound).with_continuous(options)?;
     for n in 0..t {

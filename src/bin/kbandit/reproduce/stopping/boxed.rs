@@ -323,6 +323,7 @@ fn continuous(seed: u64) -> ContinuousOptions {
         refine: 3,
         seed,
         max_iterations: 100,
+        ..ContinuousOptions::default()
     }
 }
 
