@@ -224,6 +224,7 @@ fn batch_in_a_box_follows_gp_bucb() {
         let agent = agent(2, n, &domain);
         (domain, agent)
     });
+    let mut converged = 0;
     for (case, (domain, base)) in std::iter::once(mirrored).chain(scattered).enumerate() {
         let base = base.with_continuous(options).unwrap();
         let observed: Vec<Vec<f64>> = (0..base.bound().len())
@@ -252,6 +253,23 @@ fn batch_in_a_box_follows_gp_bucb() {
                     at.mean[0],
                     at.ucb[0]
                 );
+                // A converged refinement is a local maximiser of the score in the box: no step
+                // of 10⁻⁴ along a coordinate (staying in the box) gains more than rounding.
+                if one.converged {
+                    converged += 1;
+                    for i in 0..2 {
+                        for step in [-1e-4, 1e-4] {
+                            let mut y = one.point.clone();
+                            y[i] = (y[i] + step).clamp(0.0, 1.0);
+                            let moved = bucb_score(bound, &kernel, &observed, &chosen, &y);
+                            assert!(
+                                moved <= score + 1e-8,
+                                "case {case}, point {k}: a step along {i} gains {}",
+                                moved - score
+                            );
+                        }
+                    }
+                }
                 for (j, x) in starts.chunks_exact(2).enumerate() {
                     if !chosen.iter().any(|c| c == x) {
                         let other = bucb_score(bound, &kernel, &observed, &chosen, x);
@@ -275,6 +293,10 @@ fn batch_in_a_box_follows_gp_bucb() {
             .collect();
         assert_eq!(points, chosen);
     }
+    assert!(
+        converged >= 4,
+        "only {converged} converged refinements were checked"
+    );
 }
 
 /// A batch in a box with GP-UCB-PE ([`BatchRule::Exploration`]): the first point is
