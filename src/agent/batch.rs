@@ -756,10 +756,8 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
 fn shrink_ratio(alone: (f64, &[f64]), given: (f64, &[f64])) -> (f64, Vec<f64>) {
     let ((v, grad_v), (vp, grad_vp)) = (alone, given);
     let zero = || vec![0.0; grad_v.len()];
-    if !(v > 0.0) {
-        return (1.0, zero());
-    }
-    if vp >= v {
+    // A NaN or non-positive ρ², or ρ_P² ≥ ρ²: nothing to shrink.
+    if v.is_nan() || v <= 0.0 || vp >= v {
         return (1.0, zero());
     }
     if vp <= 0.0 {
