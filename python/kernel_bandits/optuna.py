@@ -226,7 +226,7 @@ class KernelBanditSampler(BaseSampler):
     UCB point, less those within 10⁻³ of a running point in every coordinate of the cube. The
     width shrinks where a running trial will inform, so workers spread out around the
     promising region instead of repeating a point. (GP-UCB-PE, which the crate's
-    agents use for batches, spends the points after the first on the largest variance in
+    agents use for batches among arms, spends the points after the first on the largest variance in
     {UCB ≥ max LCB}: with 4 workers on the example of ``examples/optuna_workers.py`` that sent
     half the trials to corners of the box, and 3 of 8 studies ended with the int parameter
     off its optimum, against 0 of 16 with GP-BUCB; docs/optuna.md.) Int and stepped parameters are rounded to

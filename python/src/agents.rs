@@ -213,7 +213,8 @@ macro_rules! agent_class {
             /// The next point to evaluate in the box `domain` (a `BoxDomain` or a pair `(lo, hi)`),
             /// as a `Choice`. `UcbAgent`: the maximiser of the UCB found by multi-start,
             /// box-constrained quasi-Newton search (see its `starts`, `refine`, `seed`) or, while
-            /// a UCB point is pending, an exploration point (GP-UCB-PE, Contal et al. 2013).
+            /// a UCB point is pending, a GP-BUCB point (Desautels, Krause & Burdick 2014; or, with
+            /// `batch_rule="exploration"`, a GP-UCB-PE exploration point, Contal et al. 2013).
             /// `RandomAgent`: a uniform point. The point is not registered as pending (call
             /// `pending`). Other agents raise `UnsupportedError`.
             fn select_in(
@@ -227,9 +228,10 @@ macro_rules! agent_class {
 
             /// `q` points to evaluate at once, registered as pending: for an (n, d) array of
             /// arms, a list of `q` row indices; for a `BoxDomain` or a tuple `(lo, hi)`, a list
-            /// of `q` `Choice`s. `UcbAgent` follows GP-UCB-PE (Contal et al. 2013): one UCB
-            /// point (unless one is already pending) and points of largest variance given the
-            /// pending ones within the relevant region. `update` resolves each, in any order;
+            /// of `q` `Choice`s. `UcbAgent`: one UCB point (unless one is already pending), then
+            /// among arms the largest variance given the pending ones within the relevant region
+            /// (GP-UCB-PE, Contal et al. 2013), in a box GP-BUCB points (Desautels, Krause &
+            /// Burdick 2014; `batch_rule` of `with_continuous`). `update` resolves each, in any order;
             /// `withdraw` forgets one. Raises `InvalidParameterError` for `q = 0`; other agents
             /// than `UcbAgent` and `RandomAgent` raise `UnsupportedError`.
             fn select_batch<'py>(

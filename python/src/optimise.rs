@@ -296,7 +296,7 @@ impl OptimiseResult {
 /// and sd; a Matérn-`nu` kernel (one length-scale, or one per coordinate with
 /// `per_dimension=True`) and σ are fitted by maximum likelihood; then every iteration refits
 /// (every `refit_every` iterations; 0: never), maximises the UCB of the `bound` (default
-/// `"dmm"`) over the box (`batch` > 1: GP-UCB-PE batches), evaluates, and recommends the
+/// `"dmm"`) over the box (`batch` > 1: GP-BUCB batches), evaluates, and recommends the
 /// observed point of largest LCB. Without `norm_bound`, B (of the standardised f) starts at 1
 /// and doubles when the data refute it (`AdaptiveNorm`; DMM and CMM only).
 ///

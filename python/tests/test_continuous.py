@@ -493,19 +493,22 @@ def test_random_agent_batches_and_domains():
 
 def test_continuous_options_are_validated_kept_and_pickled():
     agent = ucb_agent(starts=32, refine=2, seed=7)
-    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 7, "max_iterations": 200}
-    for bad in [dict(starts=0), dict(refine=0), dict(max_iterations=0), dict(starts=1 << 20)]:
+    opts = {"starts": 32, "refine": 2, "seed": 7, "max_iterations": 200, "batch_rule": "pending-ucb"}
+    assert agent.continuous == opts
+    bads = [dict(starts=0), dict(refine=0), dict(max_iterations=0), dict(starts=1 << 20)]
+    for bad in bads + [dict(batch_rule="bucb")]:
         with pytest.raises(kb.InvalidParameterError):
             ucb_agent(**bad)
         with pytest.raises(kb.InvalidParameterError):
             agent.with_continuous(**bad)
     with pytest.raises(OverflowError):
         ucb_agent(starts=-1)
-    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 7, "max_iterations": 200}
+    assert agent.continuous == opts
     assert agent.with_continuous(seed=8) is agent
-    assert agent.continuous == {"starts": 32, "refine": 2, "seed": 8, "max_iterations": 200}
-    agent.with_continuous(max_iterations=30)
-    assert agent.continuous["max_iterations"] == 30
+    assert agent.continuous == {**opts, "seed": 8}
+    agent.with_continuous(max_iterations=30, batch_rule="exploration")
+    assert (agent.continuous["max_iterations"], agent.continuous["batch_rule"]) == (30, "exploration")
+    assert ucb_agent(batch_rule="exploration").continuous["batch_rule"] == "exploration"
     agent.pending([0.25])
     again = pickle.loads(pickle.dumps(agent))
     assert again.continuous == agent.continuous and again.to_bytes() == agent.to_bytes()
@@ -513,6 +516,7 @@ def test_continuous_options_are_validated_kept_and_pickled():
 
 
 def test_choice_repr_equality_pickle():
+    assert kb.Choice([0.25], 1.0, "pending-ucb").rule == "pending-ucb"
     c = kb.Choice([0.25, 0.5], 1.5, "exploration", True, 7)
     assert repr(c) == (
         "Choice(point=[0.25, 0.5], ucb=1.5, rule='exploration', converged=True, iterations=7)"
@@ -563,10 +567,10 @@ def test_select_in_finds_the_ucb_maximiser_of_a_smooth_1d_problem(name):
     assert agent.pending_len == 0  # nor register the point
     # Deterministic: a copy chooses the same point.
     assert agent.copy().select_in(dom) == c
-    # With the UCB point pending, the next point explores elsewhere in the box.
+    # With the UCB point pending, the next point is GP-BUCB's, elsewhere in the box.
     agent.pending(c.point)
     e = agent.select_in(dom)
-    assert e.rule == "exploration" and dom.contains(e.point) and e.point[0] != c.point[0]
+    assert e.rule == "pending-ucb" and dom.contains(e.point) and e.point[0] != c.point[0]
     assert e.ucb == pytest.approx(agent.bounds(e.point[None, :])[2][0], rel=1e-13, abs=1e-15)
 
 
@@ -576,7 +580,7 @@ def test_select_batch_in_a_box_gives_distinct_pending_points_inside():
         agent.update(xi, float(np.sum(xi)))
     dom = kb.BoxDomain([0.0, 0.0], [1.0, 1.0])
     batch = agent.select_batch(dom, 4)
-    assert [c.rule for c in batch] == ["ucb", "exploration", "exploration", "exploration"]
+    assert [c.rule for c in batch] == ["ucb", "pending-ucb", "pending-ucb", "pending-ucb"]
     pts = np.array([c.point for c in batch])
     assert all(dom.contains(p) for p in pts)
     assert len({p.tobytes() for p in pts}) == 4

@@ -102,8 +102,9 @@ pub trait BanditAgent {
 
     /// The next point to evaluate in the box `domain` rather than in a list of arms. For
     /// [`UcbAgent`]: the maximiser of the UCB found by multi-start, box-constrained quasi-Newton
-    /// search ([`ContinuousOptions`]), or, while a UCB point is pending, the exploration point
-    /// of GP-UCB-PE (see [`batch`]). The point is not registered as pending (see
+    /// search ([`ContinuousOptions`]), or, while a UCB point is pending, the point of the
+    /// options' [`BatchRule`]: GP-BUCB's (the default) or GP-UCB-PE's exploration point (see
+    /// [`batch`]). The point is not registered as pending (see
     /// [`BanditAgent::pending`]). Deterministic for given options, observations and pending
     /// points.
     ///
@@ -114,6 +115,11 @@ pub trait BanditAgent {
     ///   [`crate::bound::ConfidenceBound::evaluate`] computes it) at least that of every start
     ///   scored ([`UcbAgent::next_starts`]: space-filling points, the box's corners and face
     ///   centres) that is not pending, to rounding;
+    /// - a GP-BUCB point ([`Rule::PendingUcb`]) is not pending and has a score
+    ///   μ + (U − μ)·ρ_P/ρ (ρ_P the posterior standard deviation given the pending points, at
+    ///   the regulariser of the mean) at least that of every start that is not pending, to
+    ///   rounding. It lies between μ and U there; only in a box that is a single point is a
+    ///   pending point repeated;
     /// - an exploration point ([`Rule::Exploration`]) is not
     ///   pending, lies in the relevant region {U + (U − μ) ≥ max L} with the threshold taken
     ///   over the starts, and has a variance given the pending points at least that of every

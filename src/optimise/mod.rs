@@ -13,7 +13,7 @@
 //!    values (fixed for the run), and the kernel's length-scale and σ are fitted on the initial
 //!    design ([`crate::hyper::fit_hyperparameters`]).
 //! 4. Every iteration: refit if due ([`Refits`]), then the point of largest UCB in the box
-//!    ([`crate::agent::BanditAgent::select_in`]; q > 1 points by GP-UCB-PE,
+//!    ([`crate::agent::BanditAgent::select_in`]; q > 1 points by GP-BUCB,
 //!    [`crate::agent::BanditAgent::select_batch_in`]), evaluate it, absorb it, and recommend
 //!    the observed point of largest LCB ([`UcbAgent::recommend`]).
 //!
@@ -154,7 +154,8 @@ pub struct OptimiseOptions {
     pub fit: FitOptions,
     /// When to refit and on which data (default: all data, every iteration).
     pub refits: Refits,
-    /// Points per iteration, q (default 1); q > 1 uses GP-UCB-PE.
+    /// Points per iteration, q (default 1); q > 1 uses the rule of
+    /// [`OptimiseOptions::continuous`] (GP-BUCB by default).
     pub batch: usize,
     /// Seed of the initial design and of the acquisition's starts (default 0).
     pub seed: u64,
