@@ -19,7 +19,8 @@ Methods:
 * ``kb``: ``kernel_bandits.maximise`` with its defaults, only the initial points given.
   Recommendation: ``result.recommendation`` (the observed point of largest LCB).
   ``kb-strict``: fit once on the initial design, bound on later data only (the guaranteed
-  mode); ``kb-every5``: all-data refits every 5 iterations.
+  mode); ``kb-every5``: all-data refits every 5 iterations; ``kb-q4``: batches of 4 with the
+  default rule in a box (GP-BUCB); ``kb-q4-pe``: batches of 4 with GP-UCB-PE.
 
 Metric: regret of the best true (noise-free) value found, f* - max_i f(x_i) over all evaluated
 points (the issue's "best true value found"), and the regret of the recommended point; mean and
@@ -181,6 +182,8 @@ KB_VARIANTS = {
     "kb": {},  # the defaults
     "kb-strict": {"refit": "strict", "refit_every": 0},  # fit once, keep the guarantee
     "kb-every5": {"refit_every": 5},
+    "kb-q4": {"batch": 4},  # GP-BUCB batches of 4 (the default rule in a box)
+    "kb-q4-pe": {"batch": 4, "batch_rule": "exploration"},  # GP-UCB-PE batches of 4
 }
 
 

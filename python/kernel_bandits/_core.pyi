@@ -841,6 +841,7 @@ def maximise(
     per_dimension: bool = False,
     fit_starts: int = 32,
     starts: Optional[int] = None,
+    batch_rule: str = "pending-ucb",
 ) -> OptimiseResult: ...
 
 def _conversions() -> int: ...

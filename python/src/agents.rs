@@ -381,7 +381,7 @@ fn continuous_options(
     Ok(o)
 }
 
-fn parse_batch_rule(rule: &str) -> PyResult<BatchRule> {
+pub(crate) fn parse_batch_rule(rule: &str) -> PyResult<BatchRule> {
     Ok(match rule {
         "pending-ucb" => BatchRule::PendingUcb,
         "exploration" => BatchRule::Exploration,

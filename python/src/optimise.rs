@@ -296,8 +296,8 @@ impl OptimiseResult {
 /// and sd; a Matérn-`nu` kernel (one length-scale, or one per coordinate with
 /// `per_dimension=True`) and σ are fitted by maximum likelihood; then every iteration refits
 /// (every `refit_every` iterations; 0: never), maximises the UCB of the `bound` (default
-/// `"dmm"`) over the box (`batch` > 1: GP-BUCB batches), evaluates, and recommends the
-/// observed point of largest LCB. Without `norm_bound`, B (of the standardised f) starts at 1
+/// `"dmm"`) over the box (`batch` > 1: GP-BUCB batches, or GP-UCB-PE with
+/// `batch_rule="exploration"`), evaluates, and recommends the observed point of largest LCB. Without `norm_bound`, B (of the standardised f) starts at 1
 /// and doubles when the data refute it (`AdaptiveNorm`; DMM and CMM only).
 ///
 /// Guarantee: with `refit="strict"` and `refit_every=0` (fit once on the initial design; the
@@ -320,7 +320,7 @@ impl OptimiseResult {
 /// >>> bool(f(result.recommendation.x) > -0.05)
 /// True
 #[pyfunction]
-#[pyo3(signature = (objective, bounds, budget, *, initial = None, n_initial = None, bound = "dmm", norm_bound = None, delta = 0.01, scale = None, refit = "all", refit_every = 1, batch = 1, seed = 0, family = "matern", nu = 2.5, per_dimension = false, fit_starts = 32, starts = None))]
+#[pyo3(signature = (objective, bounds, budget, *, initial = None, n_initial = None, bound = "dmm", norm_bound = None, delta = 0.01, scale = None, refit = "all", refit_every = 1, batch = 1, seed = 0, family = "matern", nu = 2.5, per_dimension = false, fit_starts = 32, starts = None, batch_rule = "pending-ucb"))]
 #[allow(clippy::too_many_arguments)]
 pub fn maximise(
     py: Python<'_>,
@@ -342,6 +342,7 @@ pub fn maximise(
     per_dimension: bool,
     fit_starts: usize,
     starts: Option<usize>,
+    batch_rule: &str,
 ) -> PyResult<OptimiseResult> {
     let domain = crate::continuous::domain(bounds)?;
     let mut options = OptimiseOptions::default();
@@ -381,6 +382,7 @@ pub fn maximise(
     if let Some(s) = starts {
         options.continuous.starts = s;
     }
+    options.continuous.batch_rule = crate::agents::parse_batch_rule(batch_rule)?;
     // The objective's exception, if any: the loop sees NaN and stops; it is raised instead of
     // the NonFinite error.
     let raised: Mutex<Option<PyErr>> = Mutex::new(None);

@@ -72,6 +72,22 @@ def test_errors():
         kb.maximise(bowl, BOX, 10, initial=[[5.0, 0.0], [0.0, 0.0]])
     with pytest.raises(kb.DimensionError):
         kb.maximise(bowl, BOX, 10, initial=[[0.0], [0.5]])
+    with pytest.raises(kb.InvalidParameterError, match="batch_rule"):
+        kb.maximise(bowl, BOX, 10, batch=2, batch_rule="bucb")
+
+
+def test_batches_of_four_with_either_rule_are_distinct_and_fill_the_budget():
+    for rule in ("pending-ucb", "exploration"):
+        result = kb.maximise(bowl, BOX, 15, batch=4, batch_rule=rule, starts=128)
+        x = np.asarray(result.x)
+        assert x.shape == (15, 2)  # 6 initial + 4 + 4 + 1
+        later = x[6:]
+        assert len({row.tobytes() for row in later}) == len(later)
+    # The two rules choose differently after the first point of a batch (same first point).
+    a = np.asarray(kb.maximise(bowl, BOX, 10, batch=4, starts=128).x)
+    b = np.asarray(kb.maximise(bowl, BOX, 10, batch=4, batch_rule="exploration", starts=128).x)
+    np.testing.assert_array_equal(a[:7], b[:7])
+    assert not np.array_equal(a[7:], b[7:])
 
 
 def data(n, offset=0):
