@@ -313,6 +313,9 @@ struct BatchJson {
     arms_per_round: usize,
     starts: usize,
     refine: usize,
+    /// The rule for the further points of a round in the box: "exploration" (GP-UCB-PE) or
+    /// "pending-ucb" (GP-BUCB).
+    batch_rule: &'static str,
     /// max f over the box in each repetition (empty without the `box` setting).
     optimum: Vec<f64>,
     /// Where it is attained.
@@ -476,6 +479,10 @@ pub fn run(args: &BatchArgs) -> Result<(), String> {
         arms_per_round: args.arms,
         starts: args.starts,
         refine: args.refine,
+        batch_rule: match args.batch_rule {
+            BatchRuleName::Exploration => "exploration",
+            BatchRuleName::PendingUcb => "pending-ucb",
+        },
         optimum: optima.iter().map(|o| o.1).collect(),
         optimum_point: optima.iter().map(|o| o.0.clone()).collect(),
         starts_seeds: (0..args.reps)
