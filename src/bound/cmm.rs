@@ -85,6 +85,22 @@
 //! (three observations h = 9.3·10⁻⁸ apart, RBF, λ_N ≈ 0.9θ) reaches 1.1·10⁻⁸ above the
 //! range-only value (0.07% of the width); the share is 0 when nothing is dropped.
 //!
+//! **Known defect, not yet repaired (found 2026-11-29).** An independent check in extended
+//! precision (mpmath, the exact set's maximum certified by an explicit member of the set) found
+//! the UCB below the exact maximum, and the LCB above the minimum, on near-singular data whose
+//! targets disagree strongly within a tight cluster, at and near the observed inputs: e.g. RBF,
+//! ℓ = 0.5, observations at 0.5 and 0.5 + 10⁻⁷ with y = ±1, σ = 10⁻⁴, B = 10, δ = 0.1, c = 1:
+//! UCB(0.5) = 3.43687·10⁻⁴ against the exact 3.45381·10⁻⁴ (0.25 % of the width), and up to
+//! about 1 % of the width over 380 such configurations whose set is not reported empty. Three
+//! causes were isolated: errors of order θ₀ in the computed eigendecomposition, amplified by
+//! 1/(λᵢ + a) in μ_a, which no allowance covers (the rounding allowance above is on ρ_0² only);
+//! cancellation in R̃_a² = R_t² + aB² − a·q_a between R_t² (from a Cholesky factor) and a·q_a
+//! (from the eigendecomposition) when R̃_a² ≪ ‖b‖²; and θ not covering the true values of the
+//! dropped eigenvalues (it bounds the computed ones; θ = max|λ̂_N| + θ₀ would). Data far from
+//! this regime (clusters wider than about 10⁻⁵ in the kernel's metric, or targets within a few σ
+//! of each other inside a cluster) gave no violation. Until the repair, do not base a safety
+//! decision on CMM-UCB with such data; DMM-UCB was not examined in the same way.
+//!
 //! The two ends are evaluated exactly rather than by extreme a: a → ∞ gives B√k(x, x), the
 //! prior bound; a → 0, when x equals an observed input (ρ_0² = 0), gives
 //! μ_0 + √(((R_t + B√θ)² − ‖b_N‖²) Σ p²/λ²). In between, a scan of 33 values of a, two per
