@@ -688,6 +688,52 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     })
 }
 
+/// The further point of a batch rule: the best `options.refine` starts by `ranked` (−∞: not
+/// admissible) are refined on `objective` (value and gradient); a refined point replaces its
+/// start only if `keep` accepts it and its value is at least the start's. The best of those
+/// (point, converged, iterations), the lowest start among ties; `None` if no start is
+/// admissible.
+fn best_refined<O, K>(
+    domain: &BoxDomain,
+    options: &ContinuousOptions,
+    starts: &[f64],
+    ranked: &[f64],
+    observations: usize,
+    objective: &O,
+    keep: K,
+) -> Result<Option<(Vec<f64>, bool, usize)>>
+where
+    O: Fn(&[f64]) -> Result<(f64, Vec<f64>)> + Sync + ?Sized,
+    K: Fn(&[f64]) -> Result<bool>,
+{
+    let d = domain.dim();
+    let chosen: Vec<usize> = best_indices(ranked, options.refine)
+        .into_iter()
+        .filter(|&j| ranked[j] > f64::NEG_INFINITY)
+        .collect();
+    let all_refined = refine_all(domain, starts, &chosen, observations, |_, start| {
+        refine_on(domain, start, options.max_iterations, objective)
+    })?;
+    // (point, value, converged, iterations)
+    let mut best: Option<(Vec<f64>, f64, bool, usize)> = None;
+    for (&j, refined) in chosen.iter().zip(all_refined) {
+        let candidate = if keep(&refined.point)? && refined.value >= ranked[j] {
+            (
+                refined.point,
+                refined.value,
+                refined.converged,
+                refined.iterations,
+            )
+        } else {
+            (starts[j * d..(j + 1) * d].to_vec(), ranked[j], false, 0)
+        };
+        if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
+            best = Some(candidate);
+        }
+    }
+    Ok(best.map(|(point, _, converged, iterations)| (point, converged, iterations)))
+}
+
 /// The exploration point in `domain`: of the starts in the relevant region (not pending), the
 /// best by variance given the pending points are refined on that variance; a refined point is
 /// kept only if it is still in the region and not pending, else its start.
@@ -715,46 +761,23 @@ pub(crate) fn exploration_in<B: ConfidenceBound + ?Sized>(
             }
         })
         .collect();
-    let chosen: Vec<usize> = best_indices(&ranked, options.refine)
-        .into_iter()
-        .filter(|&j| ranked[j] > f64::NEG_INFINITY)
-        .collect();
-    let all_refined = refine_all(
+    let best = best_refined(
         domain,
+        options,
         starts,
-        &chosen,
+        &ranked,
         bound.len() + pending.len(),
-        |_, start| {
-            refine_on(domain, start, options.max_iterations, &|x: &[f64]| {
-                conditioned.variance_gradient(x)
-            })
+        &|x: &[f64]| conditioned.variance_gradient(x),
+        |x: &[f64]| {
+            let at = bound.evaluate(&Points::from_row_major(x, d)?)?;
+            Ok(admissible(x, at.ucb[0], at.mean[0]))
         },
     )?;
-    // (point, variance, converged, iterations)
-    let mut best: Option<(Vec<f64>, f64, bool, usize)> = None;
-    for (&j, refined) in chosen.iter().zip(all_refined) {
-        let start = &starts[j * d..(j + 1) * d];
-        let at = bound.evaluate(&Points::from_row_major(&refined.point, d)?)?;
-        let candidate =
-            if admissible(&refined.point, at.ucb[0], at.mean[0]) && refined.value >= ranked[j] {
-                (
-                    refined.point,
-                    refined.value,
-                    refined.converged,
-                    refined.iterations,
-                )
-            } else {
-                (start.to_vec(), ranked[j], false, 0)
-            };
-        if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
-            best = Some(candidate);
-        }
-    }
     // The start with the largest (capped) LCB is in the region, so `best` can only be missing
     // if every start of the region is pending: in a box that is a single point. That point,
     // then.
     let (point, converged, iterations) = match best {
-        Some((point, _, converged, iterations)) => (point, converged, iterations),
+        Some(best) => best,
         None => {
             let j = (0..variance.len())
                 .filter(|&j| in_region(bounds.ucb[j], bounds.mean[j]))
@@ -858,38 +881,17 @@ pub(crate) fn pending_ucb_in<B: ConfidenceBound + ?Sized>(
         })
         .collect();
     max_finite(&ranked, "GP-BUCB score")?;
-    let chosen: Vec<usize> = best_indices(&ranked, options.refine)
-        .into_iter()
-        .filter(|&j| ranked[j] > f64::NEG_INFINITY)
-        .collect();
-    let score = |x: &[f64]| pending_score_gradient(bound, &*alone, &*given, x);
-    let all_refined = refine_all(
+    let best = best_refined(
         domain,
+        options,
         starts,
-        &chosen,
+        &ranked,
         bound.len() + pending.len(),
-        |_, start| refine_on(domain, start, options.max_iterations, &score),
+        &|x: &[f64]| pending_score_gradient(bound, &*alone, &*given, x),
+        |x: &[f64]| Ok(!pending.contains(x)),
     )?;
-    // (point, score, converged, iterations)
-    let mut best: Option<(Vec<f64>, f64, bool, usize)> = None;
-    for (&j, refined) in chosen.iter().zip(all_refined) {
-        let candidate = if !pending.contains(&refined.point) && refined.value >= ranked[j] {
-            (
-                refined.point,
-                refined.value,
-                refined.converged,
-                refined.iterations,
-            )
-        } else {
-            (starts[j * d..(j + 1) * d].to_vec(), ranked[j], false, 0)
-        };
-        if best.as_ref().is_none_or(|b| candidate.1 > b.1) {
-            best = Some(candidate);
-        }
-    }
     // Only when every start is pending: in a box that is a single point. That point, then.
-    let (point, converged, iterations) =
-        best.map_or((starts[..d].to_vec(), false, 0), |(p, _, c, i)| (p, c, i));
+    let (point, converged, iterations) = best.unwrap_or((starts[..d].to_vec(), false, 0));
     let ucb = bound.evaluate(&Points::from_row_major(&point, d)?)?.ucb[0];
     Ok(Choice {
         point,
