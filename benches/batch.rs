@@ -1,8 +1,8 @@
 //! Continuous selection and batches (issue: continuous domains, batches, pending evaluations):
 //! `select_in` on [0, 1]³ and [0, 1]⁶ and `select_batch` over 100 fresh arms, for AMM and DMM
 //! at t ∈ {100, 1000} (Matérn 5/2 with ℓ = 0.5, the parameters of Flynn & Reeb 2024 §7), the
-//! same `select_in` with the default parameters (the adaptive scale) at t = 1000, and one UCB
-//! gradient (d = 3).
+//! same `select_in` with the default parameters (the adaptive scale) at t = 1000, one UCB
+//! gradient (d = 3), and `select_batch_in` with q = 4 under GP-BUCB and GP-UCB-PE.
 
 use std::hint::black_box;
 
@@ -119,14 +119,24 @@ fn batches(c: &mut Criterion) {
     let mut group = c.benchmark_group("select_batch_in");
     group.sample_size(10);
     for name in ["amm", "dmm"] {
-        let agent = agent(name, 100);
-        group.bench_function(BenchmarkId::new(format!("{name}/q4"), 100), |b| {
-            b.iter_batched(
-                || agent.clone(),
-                |mut a| black_box(a.select_batch_in(&domain, 4).unwrap()),
-                criterion::BatchSize::LargeInput,
-            )
-        });
+        // The default rule (GP-BUCB) and GP-UCB-PE for the three further points.
+        for (label, rule) in [
+            ("q4", BatchRule::PendingUcb),
+            ("q4-pe", BatchRule::Exploration),
+        ] {
+            let options = ContinuousOptions {
+                batch_rule: rule,
+                ..agent(name, 100).continuous()
+            };
+            let agent = agent(name, 100).with_continuous(options).unwrap();
+            group.bench_function(BenchmarkId::new(format!("{name}/{label}"), 100), |b| {
+                b.iter_batched(
+                    || agent.clone(),
+                    |mut a| black_box(a.select_batch_in(&domain, 4).unwrap()),
+                    criterion::BatchSize::LargeInput,
+                )
+            });
+        }
     }
     group.finish();
 }
