@@ -218,7 +218,9 @@ impl<'a> Data<'a> {
     /// R_t + 2B√θ (θ the bound's own null-space slack, see `Cmm`'s documentation), on every
     /// positive eigenvalue of the Gram matrix, rounding-level ones included
     /// ([`Directions::Positive`]: double-precision kernel values do not tell those directions
-    /// from 0, and keeping them can only widen the optimum).
+    /// from 0, and keeping them can only widen the optimum), widened at an input equal bitwise
+    /// to an observation by the null space's share B√θ‖u_jN‖ ≤ B√θ that the documentation adds
+    /// there ("At an observed input").
     fn beyond_widest(
         &self,
         x: &[f64],
@@ -230,7 +232,16 @@ impl<'a> Data<'a> {
         let (lower, upper) = self
             .optimum(x, wider, Directions::Positive)?
             .ok_or_else(|| "clarabel finds the widened set empty".to_string())?;
-        Ok(((ucb - upper).max(lower - lcb) / scale).max(0.0))
+        let observed = self
+            .xs
+            .iter()
+            .any(|o| o.iter().zip(x).all(|(a, b)| a.to_bits() == b.to_bits()));
+        let share = if observed {
+            self.case.params.norm_bound * theta.sqrt()
+        } else {
+            0.0
+        };
+        Ok((((ucb - upper).max(lower - lcb) - share) / scale).max(0.0))
     }
 
     /// Whether [lcb, ucb] is within the band the bound documents: valid to rounding
