@@ -21,6 +21,15 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 /// (each with ln(9/δ)), a0 is the regulariser of that c, and the reported mean μ_{a0}. The regularisers share one store of points; a query evaluates the kernel block
 /// once and solves it against each factor.
 ///
+/// **Known defect, not yet repaired.** On near-singular data (inputs closer than the kernel can
+/// tell apart, with targets that disagree by far more than σ) the U_a computed through the
+/// Cholesky factors of K_t + aI can fall on the wrong side of their exact values: an
+/// extended-precision check (`python/tests/test_cmm_exact.py`) finds the LCB above the exact
+/// one by 15% of the width on two observations 10⁻⁷ apart with y = ±1, σ = 10⁻⁴ (RBF, ℓ = 0.5,
+/// B = 10, δ = 0.1, c = 1) at 10⁻³ from them, and by 7·10⁻⁷ and 3·10⁻⁵ of the width on two of
+/// its clusters 10⁻⁷ wide (Matérn 5/2), in 3 of its 40 cases. Do not base a safety decision on
+/// DMM-UCB with such data; AMM-UCB passed all 40.
+///
 /// # Examples
 /// ```
 /// use kernel_bandits::prelude::*;
