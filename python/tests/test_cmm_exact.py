@@ -26,30 +26,26 @@ mpmath = pytest.importorskip("mpmath")
 from exact_cmm import ExactCmm, matern52, rbf  # noqa: E402
 
 
+def _disagreeing_pair(x: float, h: float, sigma: float) -> Dict[str, Any]:
+    """Two inputs h apart with y = +-1 (RBF, l = 0.5, B = 10, delta = 0.1, c = 1)."""
+    return dict(
+        kernel="rbf",
+        lengthscale=0.5,
+        xs=[x, x + h],
+        ys=[1.0, -1.0],
+        sigma=sigma,
+        norm_bound=10.0,
+        delta=0.1,
+        scale=1.0,
+    )
+
+
 def _cases() -> Iterator[Tuple[str, Dict[str, Any]]]:
-    # The witness that found the defect: two inputs 1e-7 apart with y = +-1 and sigma = 1e-4
-    # (RBF, l = 0.5, B = 10, delta = 0.1, c = 1).
-    yield "witness", dict(
-        kernel="rbf",
-        lengthscale=0.5,
-        xs=[0.5, 0.5 + 1e-7],
-        ys=[1.0, -1.0],
-        sigma=1e-4,
-        norm_bound=10.0,
-        delta=0.1,
-        scale=1.0,
-    )
-    # Two inputs 1e-8 apart, y = +-1, sigma = 1e-5: a set that is not empty, nearly so.
-    yield "nearly-empty", dict(
-        kernel="rbf",
-        lengthscale=0.5,
-        xs=[0.25, 0.25 + 1e-8],
-        ys=[1.0, -1.0],
-        sigma=1e-5,
-        norm_bound=10.0,
-        delta=0.1,
-        scale=1.0,
-    )
+    # The witness that found the defect: 1e-7 apart, sigma = 1e-4.
+    yield "witness", _disagreeing_pair(0.5, 1e-7, 1e-4)
+    # 1e-8 apart, sigma = 1e-5: the exact set is empty after both observations (the data
+    # refute sigma), so only the first observation's queries and the emptiness report count.
+    yield "nearly-empty", _disagreeing_pair(0.25, 1e-8, 1e-5)
     for kernel, lengthscale in (("rbf", 0.5), ("matern52", 0.3)):
         for h in (1e-9, 1e-7, 1e-5):
             for m in (2, 4):
