@@ -9,8 +9,10 @@ VENV := target/python-venv
 
 test: test-rust test-python
 
+# The `checked` profile (Cargo.toml) optimises like `release` and keeps the crate's debug
+# assertions; CI's slow tests reuse its build.
 test-rust:
-	cargo test --all-features
+	cargo test --profile checked --all-features
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
