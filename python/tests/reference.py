@@ -26,7 +26,8 @@ With no data: mu = 0, rho^2 = k(x, x), q = 0, ld = 0.
 Parameters sigma, B (norm bound), delta, c (scale); a0 = sigma^2 / c.
 
     R_t^2      = a0 q_a0 + sigma^2 ld_a0 + 2 sigma^2 ln(1/delta)
-    Rtilde_a^2 = R_t^2 + a B^2 - a q_a
+    Rtilde_a^2 = R_t^2 + a B^2 - a q_a   (for a != a0 enlarged by the crate's bound on its
+                                         rounding, _rounded_radius_sq)
     U_a(x) = mu_a(x) + (Rtilde_a / sqrt(a)) rho_a(x),   L_a(x) = mu_a(x) - (Rtilde_a / sqrt(a)) rho_a(x)
 
 At a = a0 the q terms cancel exactly (Lemma C.2): Rtilde_a0^2 = sigma^2 ld_a0 + 2 sigma^2 ln(1/delta)
@@ -42,7 +43,7 @@ one the Rust crate documents for the same case.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -111,6 +112,9 @@ class Posterior:
     rho2: np.ndarray
     q: float
     ld: float
+    #: k(x_i, x_i) at the observed inputs and y^T y: what DMM's rounding allowance needs.
+    kdiag: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    ysq: float = 0.0
 
 
 def _as_2d(X, d: int | None = None) -> np.ndarray:
@@ -145,7 +149,7 @@ def posterior(kernel: RefKernel, X, y, a: float, Xq, clamp: bool = True) -> Post
     if clamp:
         rho2 = np.maximum(rho2, 0.0)  # exact rho^2 >= 0; round-off can push it just below
     ld = float(2.0 * np.sum(np.log(np.diag(L))) - t * math.log(a))
-    return Posterior(a=a, mu=mu, rho2=rho2, q=q, ld=ld)
+    return Posterior(a=a, mu=mu, rho2=rho2, q=q, ld=ld, kdiag=np.diag(K).copy(), ysq=float(y @ y))
 
 
 def posterior_eigh(kernel: RefKernel, X, y, a: float, Xq) -> Posterior:
@@ -168,7 +172,7 @@ def posterior_eigh(kernel: RefKernel, X, y, a: float, Xq) -> Posterior:
     rho2 = np.maximum(kernel.diag(Xq) - np.sum(P * P * inv[:, None], axis=0), 0.0)
     q = float(np.sum(b * b * inv))
     ld = float(np.sum(np.log1p(lam / a)))
-    return Posterior(a=a, mu=mu, rho2=rho2, q=q, ld=ld)
+    return Posterior(a=a, mu=mu, rho2=rho2, q=q, ld=ld, kdiag=np.diag(K).copy(), ysq=float(y @ y))
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,8 +216,60 @@ def _radius_sq(p: Params, post0: Posterior, post: Posterior) -> float:
     if post.a == post0.a:
         # Lemma C.2: the a0 q_a0 in R_t^2 and the -a0 q_a0 cancel exactly.
         return base + post.a * B2
-    r_t2 = p.a0 * post0.q + base
-    return r_t2 + post.a * B2 - post.a * post.q
+    if post0.kdiag.size == 0:
+        return base + post.a * B2  # no data: nothing to cancel
+    return _rounded_radius_sq(p, post0, post)
+
+
+U = 2.0**-53  # the unit roundoff of binary64
+
+
+def _gamma(n: float) -> float:
+    return n * U / (1.0 - n * U)
+
+
+def _rounded_radius_sq(p: Params, post0: Posterior, post: Posterior) -> float:
+    """DMM's Rtilde_a^2 for a != a0 as the crate forms it: an upper bound on the exact value that
+    allows for the rounding of a0 q_a0 - a q_a, a small difference of large terms on
+    near-singular data. The bound and its proof are the crate's (``rounded_radius_sq`` in
+    src/bound/mixture.rs: the factors' backward error (Higham 2002, Thm 8.5 and 10.3) and an
+    assumed kernel accuracy of 128u give ||F|| <= eta_a = (128u + 8 gamma_{t+1}) (tr K + t a);
+    q_a is then within e(1 + e) of the computed one, e = eta_a / sqrt(a (a - eta_a)), and
+    0 <= a q_a <= y^T y always; ld_a0 moves by at most -t ln(1 - eta_a0/a0) and never exceeds
+    sum ln(1 + k(x_i, x_i)/a0)); written out here from the reference's own q, ld and kernel
+    values. That the bound is never below the exact value is checked in extended precision
+    (test_cmm_exact.py)."""
+    s2 = p.sigma * p.sigma
+    t = float(post0.kdiag.size)
+    kernel_rounding = 128.0 * U
+    diagonal = post0.kdiag / (1.0 - kernel_rounding)
+    trace = float(np.sum(diagonal)) * (1.0 + _gamma(t))
+    ysq = post0.ysq * (1.0 + _gamma(t))
+
+    def interval(a: float, q: float) -> tuple:
+        eta = (kernel_rounding + 8.0 * _gamma(t + 1.0)) * (trace + t * a)
+        if eta >= a:
+            return 0.0, ysq
+        e = eta / math.sqrt(a * (a - eta))
+        rel = e * (1.0 + e)
+        return (
+            max(a * q * (1.0 - rel) / (1.0 + _gamma(t + 1.0)), 0.0),
+            min(a * q * (1.0 + rel) / (1.0 - _gamma(t + 1.0)), ysq),
+        )
+
+    a0, a = post0.a, post.a
+    quad0_hi = interval(a0, post0.q)[1]
+    quad_lo = interval(a, post.q)[0]
+    eta0 = (kernel_rounding + 8.0 * _gamma(t + 1.0)) * (trace + t * a0)
+    hadamard = float(np.sum(np.log1p(diagonal / a0))) * (1.0 + _gamma(t + 3.0))
+    if eta0 < a0:
+        ld_hi = min(
+            post0.ld * (1.0 + _gamma(t + 3.0)) + 2.0 * t * U - t * math.log1p(-eta0 / a0), hadamard
+        )
+    else:
+        ld_hi = hadamard
+    positive = s2 * ld_hi + 2.0 * s2 * p.log_inv_delta + quad0_hi + a * p.norm_bound**2
+    return positive - quad_lo + _gamma(6.0) * (positive + quad_lo)
 
 
 def _mixture_u_l(p: Params, post0: Posterior, post: Posterior):

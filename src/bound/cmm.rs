@@ -105,7 +105,8 @@
 //! (`python/tests/test_cmm_exact.py`, mpmath at 60 digits: 40 structured cases of clusters
 //! 10⁻⁹–10⁻⁵ wide, exact duplicates and their neighbours, queried after every observation):
 //! CMM-UCB is on the wrong side in 32 of them (marked as expected failures, strictly, so that a
-//! repair shows), DMM-UCB in 3 (see [`super::Dmm`]), AMM-UCB in none. A repair by a lifted
+//! repair shows); DMM-UCB was in 3 until its R̃_a² allowed for rounding (see [`super::Dmm`]),
+//! AMM-UCB in none. A repair by a lifted
 //! problem (the exact dual of a kernel matrix raised by a bound on every rounding error, which
 //! contains the exact set) passes all 40 but is looser than the exact bound by a median 0.3%
 //! and up to 1% of the width at exact duplicates with disagreeing targets; it has not been

@@ -21,14 +21,23 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 /// (each with ln(9/δ)), a0 is the regulariser of that c, and the reported mean μ_{a0}. The regularisers share one store of points; a query evaluates the kernel block
 /// once and solves it against each factor.
 ///
-/// **Known defect, not yet repaired.** On near-singular data (inputs closer than the kernel can
-/// tell apart, with targets that disagree by far more than σ) the U_a computed through the
-/// Cholesky factors of K_t + aI can fall on the wrong side of their exact values: an
-/// extended-precision check (`python/tests/test_cmm_exact.py`) finds the LCB above the exact
-/// one by 15% of the width on two observations 10⁻⁷ apart with y = ±1, σ = 10⁻⁴ (RBF, ℓ = 0.5,
-/// B = 10, δ = 0.1, c = 1) at 10⁻³ from them, and by 7·10⁻⁷ and 3·10⁻⁵ of the width on two of
-/// its clusters 10⁻⁷ wide (Matérn 5/2), in 3 of its 40 cases. Do not base a safety decision on
-/// DMM-UCB with such data; AMM-UCB passed all 40.
+/// **Rounding.** At a ≠ a0, R̃_a² = R_t² + aB² − a·q_a is a difference of two terms of the
+/// order of ‖y‖², computed from the Cholesky factors of K_t + a0·I and K_t + aI; on
+/// near-singular data (inputs closer than the kernel can tell apart, with targets that
+/// disagree by far more than σ) it is a small fraction of either, and its rounding error is
+/// not. The width therefore uses an upper bound on the exact R̃_a² from the factors' backward
+/// error and the kernel values' accuracy (the bound and its proof: `rounded_radius_sq` in
+/// `src/bound/mixture.rs`). Without it, DMM-UCB's LCB was found above the exact bound by 15%
+/// of the width (two observations 10⁻⁷ apart with y = ±1, σ = 10⁻⁴; RBF, ℓ = 0.5, B = 10,
+/// δ = 0.1, c = 1, at 10⁻³ from them). On ordinary data the allowance is about
+/// 10⁻⁸ … 10⁻⁶ of R̃_a²; on such near-singular data it can take away the advantage of the
+/// smaller regularisers, so that DMM-UCB falls back towards U_{a0}, which has no such
+/// difference (R̃_{a0}² = σ²·ld_{a0} + a0B² + 2σ² ln(1/δ), Lemma C.2) and is AMM-UCB's to the
+/// bit. An extended-precision check (`python/tests/test_cmm_exact.py`: mpmath at 60 digits,
+/// 40 cases of clusters 10⁻⁹–10⁻⁵ wide, exact duplicates and their neighbours, queried after
+/// every observation) finds no DMM-UCB value on the wrong side of the exact bound. μ_a(x) and
+/// ρ_a(x) carry their own, much smaller, rounding, for which nothing is added: in a binary64
+/// replica of those 40 cases it moved U_a(x) by at most 9·10⁻⁷ of the width.
 ///
 /// # Examples
 /// ```

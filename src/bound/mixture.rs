@@ -34,24 +34,128 @@ pub(crate) fn mixture_width<K: Kernel>(
     }
 }
 
-/// R̃_a² for the regulariser with index `r` (see [`mixture_width`]).
+/// R̃_a² for the regulariser with index `r` (see [`mixture_width`]); for a ≠ a0, an upper
+/// bound on its exact value that covers the rounding of the computed a0·q_{a0} − a·q_a
+/// ([`rounded_radius_sq`]).
 pub(crate) fn mixture_radius_sq<K: Kernel>(
     params: &CheckedParams,
     posterior: &ExactPosterior<K>,
     r: usize,
     r0: usize,
 ) -> f64 {
-    let a0 = posterior.factor(r0).regulariser();
     let a = posterior.factor(r).regulariser();
     let (log_det, confidence) = log_terms(params, posterior, r0);
-    let radius_sq_without_quad = log_det + confidence;
-    let quad = if r == r0 {
-        0.0
-    } else {
-        a0 * posterior.quad_form(r0) - a * posterior.quad_form(r)
-    };
     let norm_bound = params.norm_bound();
-    radius_sq_without_quad + quad + a * norm_bound * norm_bound
+    if r == r0 {
+        // a0 q_{a0} − a0 q_{a0} = 0 exactly (Lemma C.2): nothing of the targets is left, and
+        // nothing cancels.
+        return log_det + confidence + a * norm_bound * norm_bound;
+    }
+    rounded_radius_sq(params, posterior, r, r0)
+}
+
+/// The unit roundoff u = 2⁻⁵³ of binary64.
+const UNIT_ROUNDOFF: f64 = f64::EPSILON / 2.0;
+
+/// γ_n = n·u/(1 − n·u), the factor of Higham (2002, §3.1) in rounding-error bounds of n
+/// operations.
+fn gamma(n: f64) -> f64 {
+    n * UNIT_ROUNDOFF / (1.0 - n * UNIT_ROUNDOFF)
+}
+
+/// The assumed accuracy of kernel values, u_k = 128u: |k̂(x, x′) − k(x, x′)| ≤
+/// u_k·√(k(x, x)·k(x′, x′)). The crate's kernels are well within it (the Matérn kernel of
+/// general ν, computed through `puruspe`'s K_ν, is the least accurate: 1.2·10⁻¹⁴ relative
+/// at ν = 100, 54u; the closed forms are within a few u).
+const KERNEL_ROUNDING: f64 = 128.0 * UNIT_ROUNDOFF;
+
+/// An upper bound on the exact R̃_a² = R_t² + aB² − a·q_a for a ≠ a0, allowing for the
+/// rounding of the computed q_a, q_{a0} and ld_{a0}.
+///
+/// Why it is needed: R̃_a² is a difference of a0·q_{a0} and a·q_a, each of the order of ‖y‖²,
+/// and on near-singular data (inputs closer than the kernel can tell apart, with targets that
+/// disagree by far more than σ) the difference is a small fraction of either; computed from
+/// the Cholesky factors of K_t + aI, whose relative error grows with their condition number,
+/// it can then fall below the exact value, and U_a(x) with it (in the case that showed it,
+/// two inputs 10⁻⁷ apart with y = ±1 and σ = 10⁻⁴, by 15% of the bound's width).
+///
+/// The bound. The computed factor L̂ of K̂ + aI (K̂ the kernel values as computed) satisfies
+/// L̂L̂ᵀ = K̂ + aI + E with |E| ≤ γ_{t+1}|L̂||L̂ᵀ| (Higham 2002, Thm 10.3), and the whitened
+/// targets ŵ solve (L̂ + ΔL)ŵ = y with |ΔL| ≤ γ_t|L̂| (Thm 8.5), so that the computed
+/// q̂_a = ‖ŵ‖²(1 + θ), |θ| ≤ γ_t, is yᵀM⁻¹y for M = (L̂ + ΔL)(L̂ + ΔL)ᵀ = K_t + aI + F. Since
+/// ‖|L̂||L̂ᵀ|‖_F ≤ ‖L̂‖_F² = tr(L̂L̂ᵀ) and ‖K̂ − K_t‖_F ≤ u_k·tr(K_t) ([`KERNEL_ROUNDING`]),
+///
+///   ‖F‖ ≤ η_a = (u_k + 8γ_{t+1})·(tr(K̂)/(1 − u_k) + t·a),
+///
+/// where 8γ_{t+1} is twice the 3γ_{t+1} + O(γ²) of E, ΔL·L̂ᵀ and L̂·ΔLᵀ, for the blocked
+/// factorisation and the rows appended one at a time. With A = K_t + aI (λ_min(A) ≥ a) and
+/// e_a = η_a/√(a(a − η_a)), |yᵀA⁻¹y − yᵀM⁻¹y| ≤ η_a‖A⁻¹y‖‖M⁻¹y‖ gives
+/// |q_a − yᵀM⁻¹y| ≤ e_a(1 + e_a)·yᵀM⁻¹y when η_a < a; in any case 0 ≤ a·q_a ≤ ‖y‖². The
+/// log-determinant ld_{a0} = Σ ln(1 + ρ²/a0) moves by at most −t·ln(1 − η_{a0}/a0) under a
+/// perturbation of norm η_{a0} < a0, and its sum of t non-negative terms, each with a relative
+/// error of a few u, by γ_{t+3}·ld_{a0} + 2t·u; whatever the rounding, ld_{a0} ≤
+/// Σ ln(1 + k(xᵢ, xᵢ)/a0) (Hadamard's inequality), and the smaller bound is used. The four sums of R̃_a² add γ_6 times the sum
+/// of the magnitudes of their terms.
+///
+/// On ordinary data this adds about 10⁻⁸ … 10⁻⁶ of R̃_a²; on near-singular data it can remove
+/// the advantage of the smaller regularisers over a0, whose U_{a0} (AMM-UCB's) has no such
+/// difference and is left as it is.
+fn rounded_radius_sq<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    r: usize,
+    r0: usize,
+) -> f64 {
+    let t = posterior.len();
+    if t == 0 {
+        // No targets: R̃_a² = 2σ² ln(1/δ) + aB², with nothing to cancel.
+        let (log_det, confidence) = log_terms(params, posterior, r0);
+        let a = posterior.factor(r).regulariser();
+        return log_det + confidence + a * params.norm_bound() * params.norm_bound();
+    }
+    let tf = t as f64;
+    let (a0, a) = (
+        posterior.factor(r0).regulariser(),
+        posterior.factor(r).regulariser(),
+    );
+    let diagonal: Vec<f64> = (0..t)
+        .map(|i| posterior.kernel().eval_diag(posterior.input(i)) / (1.0 - KERNEL_ROUNDING))
+        .collect();
+    let trace = diagonal.iter().sum::<f64>() * (1.0 + gamma(tf));
+    let targets_sq = posterior.targets().iter().map(|y| y * y).sum::<f64>() * (1.0 + gamma(tf));
+    let backward = |reg: f64| (KERNEL_ROUNDING + 8.0 * gamma(tf + 1.0)) * (trace + tf * reg);
+    // The interval [lo, hi] that holds the exact reg·q_reg.
+    let scaled_quad = |index: usize, reg: f64| -> (f64, f64) {
+        let computed = reg * posterior.quad_form(index);
+        let eta = backward(reg);
+        if eta >= reg {
+            return (0.0, targets_sq);
+        }
+        let e = eta / (reg * (reg - eta)).sqrt();
+        let relative = e * (1.0 + e);
+        let (lo, hi) = (
+            computed * (1.0 - relative) / (1.0 + gamma(tf + 1.0)),
+            computed * (1.0 + relative) / (1.0 - gamma(tf + 1.0)),
+        );
+        (lo.max(0.0), hi.min(targets_sq))
+    };
+    let (_, quad0_hi) = scaled_quad(r0, a0);
+    let (quad_lo, _) = scaled_quad(r, a);
+    let sigma_sq = params.sigma() * params.sigma();
+    let log_det = posterior.log_det(r0);
+    let eta0 = backward(a0);
+    // Hadamard's inequality, ld_{a0} ≤ Σ ln(1 + k(xᵢ, xᵢ)/a0), holds whatever the rounding.
+    let hadamard = diagonal.iter().map(|k| (k / a0).ln_1p()).sum::<f64>() * (1.0 + gamma(tf + 3.0));
+    let log_det_hi = if eta0 < a0 {
+        let perturbation = -tf * (-eta0 / a0).ln_1p();
+        (log_det * (1.0 + gamma(tf + 3.0)) + 2.0 * tf * UNIT_ROUNDOFF + perturbation).min(hadamard)
+    } else {
+        hadamard
+    };
+    let confidence = 2.0 * sigma_sq * params.mixture_log_inv_delta();
+    let norm_term = a * params.norm_bound() * params.norm_bound();
+    let positive = sigma_sq * log_det_hi + confidence + quad0_hi + norm_term;
+    positive - quad_lo + gamma(6.0) * (positive + quad_lo)
 }
 
 /// R_t² = a0 q_{a0} + σ² ld_{a0} + 2σ² ln(1/δ), the radius of the data constraint

@@ -42,6 +42,7 @@ mod kernel_gradients;
 mod kernels;
 mod matern_general;
 mod misspecification;
+mod mixture_rounding;
 mod noise_estimates;
 mod nonstationary;
 mod nonstationary_tight;

@@ -150,6 +150,8 @@ fn sqrt_tol(v: f64, e: f64) -> f64 {
 /// Every regulariser of the four bounds at one visit.
 struct Dense {
     t: usize,
+    /// k(xᵢ, xᵢ) at the observed inputs.
+    diagonal: Vec<f64>,
     factors: Vec<Factor>,
 }
 
@@ -172,7 +174,11 @@ impl Dense {
                     variance: prior.clone(),
                 })
                 .collect();
-            return Self { t, factors };
+            return Self {
+                t,
+                diagonal: Vec::new(),
+                factors,
+            };
         }
         let gram = DMatrix::from_fn(t, t, |i, j| kernel_ref(spec, &xs[i], &xs[j]));
         let trace_k: f64 = (0..t).map(|i| gram[(i, i)]).sum();
@@ -219,7 +225,11 @@ impl Dense {
                 }
             })
             .collect();
-        Self { t, factors }
+        Self {
+            t,
+            diagonal: (0..t).map(|i| gram[(i, i)]).collect(),
+            factors,
+        }
     }
 }
 
@@ -263,6 +273,60 @@ fn symmetric(f: &Factor, w: f64, dw: f64) -> Expected {
 fn mixture_width(r2: f64, dr2: f64, a: f64) -> (f64, f64) {
     let w = if r2 > 0.0 { (r2 / a).sqrt() } else { 0.0 };
     (w, sqrt_tol(r2, dr2) / a.sqrt() + 2.0 * EPS * w)
+}
+
+/// DMM's R̃_a² for a ≠ a0 as the crate forms it: an upper bound on the exact value,
+/// R_t² + aB² − a·q_a with a0·q_{a0} and ld_{a0} taken at the top and a·q_a at the bottom of
+/// the intervals that the factors' backward error allows (the bound and its proof are the
+/// crate's, `rounded_radius_sq` in src/bound/mixture.rs; written out again here from the
+/// reference's own q, ld and kernel values). This checks that the crate computes that bound;
+/// that the bound is never below the exact R̃_a² is checked against 60-digit values
+/// (`mixture_rounding`, python/tests/test_cmm_exact.py).
+fn dmm_radius_sq_upper(
+    dense: &Dense,
+    ys: &[f64],
+    f: &Factor,
+    f0: &Factor,
+    sigma2: f64,
+    log_inv_delta: f64,
+    b: f64,
+) -> f64 {
+    let u = EPS / 2.0;
+    let gamma = |n: f64| n * u / (1.0 - n * u);
+    let kernel_rounding = 128.0 * u;
+    let tf = dense.t as f64;
+    let diagonal: Vec<f64> = dense
+        .diagonal
+        .iter()
+        .map(|k| k / (1.0 - kernel_rounding))
+        .collect();
+    let trace = diagonal.iter().sum::<f64>() * (1.0 + gamma(tf));
+    let targets_sq = ys.iter().map(|y| y * y).sum::<f64>() * (1.0 + gamma(tf));
+    let backward = |a: f64| (kernel_rounding + 8.0 * gamma(tf + 1.0)) * (trace + tf * a);
+    let interval = |a: f64, q: f64| {
+        let (computed, eta) = (a * q, backward(a));
+        if eta >= a {
+            return (0.0, targets_sq);
+        }
+        let e = eta / (a * (a - eta)).sqrt();
+        let relative = e * (1.0 + e);
+        (
+            (computed * (1.0 - relative) / (1.0 + gamma(tf + 1.0))).max(0.0),
+            (computed * (1.0 + relative) / (1.0 - gamma(tf + 1.0))).min(targets_sq),
+        )
+    };
+    let (a0, a) = (f0.a, f.a);
+    let quad0_hi = interval(a0, f0.q).1;
+    let quad_lo = interval(a, f.q).0;
+    let eta0 = backward(a0);
+    let hadamard = diagonal.iter().map(|k| (k / a0).ln_1p()).sum::<f64>() * (1.0 + gamma(tf + 3.0));
+    let log_det_hi = if eta0 < a0 {
+        (f0.ld * (1.0 + gamma(tf + 3.0)) + 2.0 * tf * u - tf * (-eta0 / a0).ln_1p()).min(hadamard)
+    } else {
+        hadamard
+    };
+    let positive = sigma2 * log_det_hi + 2.0 * sigma2 * log_inv_delta + quad0_hi + a * b * b;
+    positive - quad_lo + gamma(6.0) * (positive + quad_lo)
 }
 
 /// The reference of the four bounds at one visit.
@@ -318,8 +382,8 @@ impl Reference {
         let (w, dw) = mixture_width(r2_amm, dr2_amm, a0);
         let amm = symmetric(f0, w, dw);
 
-        // DMM: min / max over the grid of U_a / L_a, R̃_a² = R_t² + aB² − a q_a.
-        let r_t2 = a0 * f0.q + sigma2 * f0.ld + 2.0 * sigma2 * log_inv_delta;
+        // DMM: min / max over the grid of U_a / L_a, R̃_a² = R_t² + aB² − a q_a, enlarged (a ≠ a0)
+        // by the crate's bound on its rounding (`dmm_radius_sq_upper`).
         let m = queries.len();
         let mut dmm = Expected {
             mean: amm.mean.clone(),
@@ -335,7 +399,7 @@ impl Reference {
                 mixture_width(r2_amm, dr2_amm, a0)
             } else {
                 let a = f.a;
-                let r2 = r_t2 + a * b * b - a * f.q;
+                let r2 = dmm_radius_sq_upper(&dense, &ys, f, f0, sigma2, log_inv_delta, b);
                 let dr2 = a0 * f0.eta * f0.q
                     + sigma2 * f0.ld_tol
                     + a * f.eta * f.q
