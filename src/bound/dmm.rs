@@ -1,6 +1,6 @@
 //! DMM-UCB: the martingale-mixture bound minimised over a grid of regularisers.
 
-use super::mixture::mixture_width;
+use super::mixture::mixture_widths;
 use super::{BoundParams, CheckedParams, ConfidenceBound, forward_posterior};
 use crate::error::{Error, Result, positive};
 use crate::kernel::Kernel;
@@ -161,9 +161,12 @@ impl<K: Kernel> Dmm<K> {
     /// grid.
     pub fn widths(&self) -> Vec<f64> {
         let r0 = self.mixture_index();
-        (0..self.posterior.regularisers().len())
-            .map(|r| mixture_width(&self.params, &self.posterior, r, r0))
-            .collect()
+        mixture_widths(
+            &self.params,
+            &self.posterior,
+            0..self.posterior.regularisers().len(),
+            r0,
+        )
     }
 }
 

@@ -23,35 +23,80 @@ pub(crate) fn mixture_width<K: Kernel>(
     r: usize,
     r0: usize,
 ) -> f64 {
-    let a = posterior.factor(r).regulariser();
-    let radius_sq = mixture_radius_sq(params, posterior, r, r0);
-    if radius_sq > 0.0 {
-        (radius_sq / a).sqrt()
-    } else if radius_sq.is_nan() {
-        f64::NAN
-    } else {
-        0.0
-    }
+    mixture_widths(params, posterior, r..r + 1, r0)[0]
+}
+
+/// [`mixture_width`] for every regulariser index in `rs`, with what the rounding allowance
+/// needs of the data ([`DataScale`]) computed once.
+pub(crate) fn mixture_widths<K: Kernel>(
+    params: &CheckedParams,
+    posterior: &ExactPosterior<K>,
+    rs: impl Iterator<Item = usize>,
+    r0: usize,
+) -> Vec<f64> {
+    let mut scale = None;
+    rs.map(|r| {
+        let a = posterior.factor(r).regulariser();
+        let radius_sq = radius_sq_with(params, posterior, r, r0, &mut scale);
+        if radius_sq > 0.0 {
+            (radius_sq / a).sqrt()
+        } else if radius_sq.is_nan() {
+            f64::NAN
+        } else {
+            0.0
+        }
+    })
+    .collect()
 }
 
 /// R̃_a² for the regulariser with index `r` (see [`mixture_width`]); for a ≠ a0, an upper
 /// bound on its exact value that covers the rounding of the computed a0·q_{a0} − a·q_a
-/// ([`rounded_radius_sq`]).
-pub(crate) fn mixture_radius_sq<K: Kernel>(
+/// ([`rounded_radius_sq`]), with `scale` computed when it is first needed.
+fn radius_sq_with<K: Kernel>(
     params: &CheckedParams,
     posterior: &ExactPosterior<K>,
     r: usize,
     r0: usize,
+    scale: &mut Option<DataScale>,
 ) -> f64 {
     let a = posterior.factor(r).regulariser();
     let (log_det, confidence) = log_terms(params, posterior, r0);
     let norm_bound = params.norm_bound();
-    if r == r0 {
+    if r == r0 || posterior.is_empty() {
         // a0 q_{a0} − a0 q_{a0} = 0 exactly (Lemma C.2): nothing of the targets is left, and
-        // nothing cancels.
+        // nothing cancels (nor without data: R̃_a² = 2σ² ln(1/δ) + aB²).
         return log_det + confidence + a * norm_bound * norm_bound;
     }
-    rounded_radius_sq(params, posterior, r, r0)
+    let a0 = posterior.factor(r0).regulariser();
+    let scale = scale.get_or_insert_with(|| DataScale::new(posterior, a0));
+    rounded_radius_sq(params, posterior, r, r0, scale)
+}
+
+/// What [`rounded_radius_sq`] needs of the data beyond the factors, the same for every
+/// regulariser: upper bounds on tr(K_t), ‖y‖² and Σ ln(1 + k(xᵢ, xᵢ)/a0) (O(t) kernel values).
+#[derive(Clone, Copy)]
+pub(crate) struct DataScale {
+    trace: f64,
+    targets_sq: f64,
+    hadamard: f64,
+}
+
+impl DataScale {
+    fn new<K: Kernel>(posterior: &ExactPosterior<K>, a0: f64) -> Self {
+        let tf = posterior.len() as f64;
+        let (mut trace, mut hadamard) = (0.0, 0.0);
+        for i in 0..posterior.len() {
+            let k = posterior.kernel().eval_diag(posterior.input(i)) / (1.0 - KERNEL_ROUNDING);
+            trace += k;
+            hadamard += (k / a0).ln_1p();
+        }
+        let targets_sq = posterior.targets().iter().map(|y| y * y).sum::<f64>();
+        Self {
+            trace: trace * (1.0 + gamma(tf)),
+            targets_sq: targets_sq * (1.0 + gamma(tf)),
+            hadamard: hadamard * (1.0 + gamma(tf + 3.0)),
+        }
+    }
 }
 
 /// The unit roundoff u = 2⁻⁵³ of binary64.
@@ -105,24 +150,18 @@ fn rounded_radius_sq<K: Kernel>(
     posterior: &ExactPosterior<K>,
     r: usize,
     r0: usize,
+    scale: &DataScale,
 ) -> f64 {
-    let t = posterior.len();
-    if t == 0 {
-        // No targets: R̃_a² = 2σ² ln(1/δ) + aB², with nothing to cancel.
-        let (log_det, confidence) = log_terms(params, posterior, r0);
-        let a = posterior.factor(r).regulariser();
-        return log_det + confidence + a * params.norm_bound() * params.norm_bound();
-    }
-    let tf = t as f64;
+    let tf = posterior.len() as f64;
     let (a0, a) = (
         posterior.factor(r0).regulariser(),
         posterior.factor(r).regulariser(),
     );
-    let diagonal: Vec<f64> = (0..t)
-        .map(|i| posterior.kernel().eval_diag(posterior.input(i)) / (1.0 - KERNEL_ROUNDING))
-        .collect();
-    let trace = diagonal.iter().sum::<f64>() * (1.0 + gamma(tf));
-    let targets_sq = posterior.targets().iter().map(|y| y * y).sum::<f64>() * (1.0 + gamma(tf));
+    let DataScale {
+        trace,
+        targets_sq,
+        hadamard,
+    } = *scale;
     let backward = |reg: f64| (KERNEL_ROUNDING + 8.0 * gamma(tf + 1.0)) * (trace + tf * reg);
     // The interval [lo, hi] that holds the exact reg·q_reg.
     let scaled_quad = |index: usize, reg: f64| -> (f64, f64) {
@@ -145,7 +184,6 @@ fn rounded_radius_sq<K: Kernel>(
     let log_det = posterior.log_det(r0);
     let eta0 = backward(a0);
     // Hadamard's inequality, ld_{a0} ≤ Σ ln(1 + k(xᵢ, xᵢ)/a0), holds whatever the rounding.
-    let hadamard = diagonal.iter().map(|k| (k / a0).ln_1p()).sum::<f64>() * (1.0 + gamma(tf + 3.0));
     let log_det_hi = if eta0 < a0 {
         let perturbation = -tf * (-eta0 / a0).ln_1p();
         (log_det * (1.0 + gamma(tf + 3.0)) + 2.0 * tf * UNIT_ROUNDOFF + perturbation).min(hadamard)
@@ -207,9 +245,10 @@ pub(crate) fn mixture_diagnostics<K: Kernel>(
     rs: impl Iterator<Item = usize>,
     r0: usize,
 ) -> super::Diagnostics {
+    let mut scale = None;
     let smallest = rs
         .map(|r| {
-            let radius_sq = mixture_radius_sq(params, posterior, r, r0);
+            let radius_sq = radius_sq_with(params, posterior, r, r0, &mut scale);
             (posterior.factor(r).regulariser(), radius_sq)
         })
         .min_by(|a, b| nan_first(a.1).total_cmp(&nan_first(b.1)));
