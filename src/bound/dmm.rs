@@ -29,8 +29,9 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 /// error and the kernel values' accuracy (the bound and its proof: `rounded_radius_sq` in
 /// `src/bound/mixture.rs`). Without it, DMM-UCB's LCB was found above the exact bound by 15%
 /// of the width (two observations 10⁻⁷ apart with y = ±1, σ = 10⁻⁴; RBF, ℓ = 0.5, B = 10,
-/// δ = 0.1, c = 1, at 10⁻³ from them). On ordinary data the allowance is about
-/// 10⁻⁸ … 10⁻⁶ of R̃_a²; on such near-singular data it can take away the advantage of the
+/// δ = 0.1, c = 1, at 10⁻³ from them). On ordinary data the allowance widens the bound by
+/// 10⁻¹¹ … 10⁻⁶ relative (more with more data and smaller σ: 2.5·10⁻⁶ at t = 1000 with
+/// σ = 0.01, Matérn 5/2, d = 3); on such near-singular data it can take away the advantage of the
 /// smaller regularisers, so that DMM-UCB falls back towards U_{a0}, which has no such
 /// difference (R̃_{a0}² = σ²·ld_{a0} + a0B² + 2σ² ln(1/δ), Lemma C.2) and is AMM-UCB's to the
 /// bit. An extended-precision check (`python/tests/test_cmm_exact.py`: mpmath at 60 digits,
