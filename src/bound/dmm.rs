@@ -39,6 +39,9 @@ pub const DMM_GRID: [f64; 5] = [0.1, 0.3, 1.0, 3.0, 10.0];
 /// every observation) finds no DMM-UCB value on the wrong side of the exact bound. μ_a(x) and
 /// ρ_a(x) carry their own, much smaller, rounding, for which nothing is added: in a binary64
 /// replica of those 40 cases it moved U_a(x) by at most 9·10⁻⁷ of the width.
+/// The allowance assumes the backward error of a Cholesky factorisation, which holds after
+/// observations, refactorisations and `truncate`, but is not proven after `remove_oldest`
+/// (sliding windows), whose rotations add to it between the runtime residual checks.
 ///
 /// # Examples
 /// ```

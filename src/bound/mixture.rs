@@ -133,9 +133,15 @@ const KERNEL_ROUNDING: f64 = 128.0 * UNIT_ROUNDOFF;
 ///   ‖F‖ ≤ η_a = (u_k + 8γ_{t+1})·(tr(K̂)/(1 − u_k) + t·a),
 ///
 /// where 8γ_{t+1} is twice the 3γ_{t+1} + O(γ²) of E, ΔL·L̂ᵀ and L̂·ΔLᵀ, for the blocked
-/// factorisation and the rows appended one at a time. With A = K_t + aI (λ_min(A) ≥ a) and
-/// e_a = η_a/√(a(a − η_a)), |yᵀA⁻¹y − yᵀM⁻¹y| ≤ η_a‖A⁻¹y‖‖M⁻¹y‖ gives
-/// |q_a − yᵀM⁻¹y| ≤ e_a(1 + e_a)·yᵀM⁻¹y when η_a < a; in any case 0 ≤ a·q_a ≤ ‖y‖². The
+/// factorisation and the rows appended one at a time. (That is the backward error of factors
+/// built by appending rows, by a refactorisation, or cut back by `truncate`, whose leading
+/// rows are untouched. After `remove_oldest`, which updates the factor by rotations, each
+/// removal adds a backward error of the same order and the runtime check refactorises only
+/// beyond a relative residual of 10⁻⁸: there the bound is not proven.)
+///
+/// With A = K_t + aI (λ_min(A) ≥ a) and e_a = η_a/√(a(a − η_a)),
+/// |yᵀA⁻¹y − yᵀM⁻¹y| ≤ η_a‖A⁻¹y‖‖M⁻¹y‖ gives |q_a − yᵀM⁻¹y| ≤ e_a(1 + e_a)·yᵀM⁻¹y when
+/// η_a < a; in any case 0 ≤ a·q_a ≤ ‖y‖². The
 /// log-determinant ld_{a0} = Σ ln(1 + ρ²/a0) moves by at most −t·ln(1 − η_{a0}/a0) under a
 /// perturbation of norm η_{a0} < a0, and its sum of t non-negative terms, each with a relative
 /// error of a few u, by γ_{t+3}·ld_{a0} + 2t·u; whatever the rounding, ld_{a0} ≤
