@@ -23,7 +23,19 @@ pub(crate) fn mixture_width<K: Kernel>(
     r: usize,
     r0: usize,
 ) -> f64 {
-    mixture_widths(params, posterior, r..r + 1, r0)[0]
+    let radius_sq = radius_sq_with(params, posterior, r, r0, &mut None);
+    width(radius_sq, posterior.factor(r).regulariser())
+}
+
+/// R̃_a/√a from R̃_a²: 0 for an empty set (R̃_a² ≤ 0), NaN kept for the bound to reject.
+fn width(radius_sq: f64, a: f64) -> f64 {
+    if radius_sq > 0.0 {
+        (radius_sq / a).sqrt()
+    } else if radius_sq.is_nan() {
+        f64::NAN
+    } else {
+        0.0
+    }
 }
 
 /// [`mixture_width`] for every regulariser index in `rs`, with what the rounding allowance
@@ -36,15 +48,8 @@ pub(crate) fn mixture_widths<K: Kernel>(
 ) -> Vec<f64> {
     let mut scale = None;
     rs.map(|r| {
-        let a = posterior.factor(r).regulariser();
         let radius_sq = radius_sq_with(params, posterior, r, r0, &mut scale);
-        if radius_sq > 0.0 {
-            (radius_sq / a).sqrt()
-        } else if radius_sq.is_nan() {
-            f64::NAN
-        } else {
-            0.0
-        }
+        width(radius_sq, posterior.factor(r).regulariser())
     })
     .collect()
 }
