@@ -133,6 +133,13 @@ impl ConfidenceBound for PyAnyBound {
     fn top_ucb(&self, points: &Points<'_>, count: usize) -> kernel_bandits::Result<Vec<usize>> {
         each_bound!(self, b => b.top_ucb(points, count))
     }
+    fn top_ucb_with_terms(
+        &self,
+        points: &Points<'_>,
+        count: usize,
+    ) -> kernel_bandits::Result<(Vec<usize>, Vec<Vec<f64>>)> {
+        each_bound!(self, b => b.top_ucb_with_terms(points, count))
+    }
     fn len(&self) -> usize {
         each_bound!(self, b => b.len())
     }

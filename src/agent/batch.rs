@@ -486,6 +486,19 @@ fn refine_all(
     observations: usize,
     refine_one: impl Fn(usize, &[f64]) -> Result<crate::continuous::Maximum> + Sync,
 ) -> Result<Vec<crate::continuous::Maximum>> {
+    refine_each(domain, starts, chosen, observations, refine_one)
+        .into_iter()
+        .collect()
+}
+
+/// [`refine_all`] with every refinement's own result, in the order of `chosen`.
+fn refine_each(
+    domain: &BoxDomain,
+    starts: &[f64],
+    chosen: &[usize],
+    observations: usize,
+    refine_one: impl Fn(usize, &[f64]) -> Result<crate::continuous::Maximum> + Sync,
+) -> Vec<Result<crate::continuous::Maximum>> {
     let d = domain.dim();
     let mut slots: Vec<Option<Result<crate::continuous::Maximum>>> = vec![None; chosen.len()];
     // About 50 objective calls of O(t²) each per refinement.
@@ -531,83 +544,183 @@ fn lowest_term(values: &[f64], among: impl Iterator<Item = usize>) -> Option<usi
     best
 }
 
-/// Refines `start` on the UCB U = min_r U_r ([`ConfidenceBound::ucb_terms`]) by an active
-/// set of terms: [`refine`] on min_{r ∈ S} U_r, with S first the term attaining U at the
-/// start; at the point reached, every term is evaluated, and if one outside S is at or
-/// below min_S there, it joins S and the refinement goes on from that point (at most once
-/// per term, within `max_iterations` in all). When it ends, min_S = U at the point returned
-/// and every term outside S is strictly above it, hence above min_S in a neighbourhood: a
-/// local maximiser of min_S there is one of U. Each step computes the terms of S only (one
-/// forward substitution each for DMM-UCB) rather than all of them; a bound of one term is
-/// refined on [`ConfidenceBound::ucb_gradient`] directly. `at_start` is
-/// [`ConfidenceBound::ucb_term_values`] at `start` (for a bound of more than one term; the
-/// caller computes it for all its starts at once); the terms at a point the refinement
-/// returns unmoved (bitwise) are those already known there, not computed again.
+/// Refines the starts `chosen` (indices of row-major `starts`) on the UCB
+/// U = min_r U_r ([`ConfidenceBound::ucb_terms`] > 1) by active sets of terms: each start's
+/// [`refine`] runs on min_{r ∈ S} U_r, with S first the term attaining U at the start; at the
+/// point reached, every term is evaluated, and if one outside S is at or below min_S there, it
+/// joins S and that refinement goes on from that point (at most once per term, within
+/// `max_iterations` in all). When one ends, min_S = U at the point returned and every term
+/// outside S is strictly above it, hence above min_S in a neighbourhood: a local maximiser of
+/// min_S there is one of U. Each step computes the terms of S only (one forward substitution
+/// each for DMM-UCB) rather than all of them.
 ///
-/// [`Maximum::value`](crate::continuous::Maximum::value) is U at the point (the minimum of
-/// every term), [`Maximum::converged`](crate::continuous::Maximum::converged) whether the
-/// last refinement converged with S complete there.
-fn refine_ucb<B: ConfidenceBound + ?Sized>(
+/// The refinements run in rounds, and the terms at the points of a round's refinements that
+/// moved are computed together ([`ConfidenceBound::ucb_term_values_at`]: each of DMM-UCB's
+/// factors read once for them all, the bits of [`ConfidenceBound::ucb_term_values`] at each),
+/// so every refinement follows the path it would alone. `at_starts[i]` holds the terms at
+/// start `chosen[i]` as [`ConfidenceBound::top_ucb_with_terms`] ranked it; the terms at a
+/// point a refinement returns unmoved (bitwise) are those already known there, not computed
+/// again.
+///
+/// One result per start, in order: [`Maximum::value`](crate::continuous::Maximum::value) is U
+/// at the point (the minimum of every term),
+/// [`Maximum::converged`](crate::continuous::Maximum::converged) whether the last refinement
+/// converged with S complete there; an error stops that start's refinement only.
+fn refine_ucb_terms<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
-    start: &[f64],
-    at_start: Option<Result<Vec<f64>>>,
+    starts: &[f64],
+    chosen: &[usize],
+    at_starts: Vec<Vec<f64>>,
     max_iterations: usize,
-) -> Result<crate::continuous::Maximum> {
-    let count = bound.ucb_terms();
-    if count <= 1 {
-        return refine_on(domain, start, max_iterations, &|x: &[f64]| {
-            bound.ucb_gradient(x)
-        });
-    }
-    let at_start = match at_start {
-        Some(values) => values?,
-        None => bound.ucb_term_values(start)?,
-    };
-    let first = lowest_term(&at_start, 0..count).unwrap_or(0);
-    let mut terms = vec![first];
-    let mut from = start.to_vec();
-    // The terms at `from`.
-    let mut known = at_start.clone();
-    let (mut iterations, mut evaluations) = (0, 1);
+) -> Vec<Result<crate::continuous::Maximum>> {
+    let (d, count) = (domain.dim(), bound.ucb_terms());
+    let mut paths: Vec<TermPath> = at_starts
+        .into_iter()
+        .map(|at_start| TermPath::new(at_start, count, max_iterations))
+        .collect();
+    let mut from: Vec<Vec<f64>> = chosen
+        .iter()
+        .map(|&j| starts[j * d..(j + 1) * d].to_vec())
+        .collect();
+    let mut results: Vec<Option<Result<crate::continuous::Maximum>>> = vec![None; chosen.len()];
     loop {
-        let found = refine_on(
-            domain,
-            &from,
-            max_iterations - iterations,
-            &|x: &[f64]| bound.ucb_gradient_among(x, &terms),
-        )?;
-        iterations += found.iterations;
-        evaluations += found.evaluations;
-        let values = if found.point == from {
-            known
-        } else {
-            evaluations += 1;
-            bound.ucb_term_values(&found.point)?
+        let active: Vec<usize> = (0..chosen.len())
+            .filter(|&i| results[i].is_none())
+            .collect();
+        if active.is_empty() {
+            break;
+        }
+        let points: Vec<f64> = active
+            .iter()
+            .flat_map(|&i| from[i].iter().copied())
+            .collect();
+        let order: Vec<usize> = (0..active.len()).collect();
+        let found = refine_each(domain, &points, &order, bound.len(), |k, x| {
+            let path = &paths[active[k]];
+            refine_on(
+                domain,
+                x,
+                max_iterations - path.iterations,
+                &|y: &[f64]| bound.ucb_gradient_among(y, &path.terms),
+            )
+        });
+        // The terms at the points that moved, all at once.
+        let moved: Vec<usize> = (0..active.len())
+            .filter(|&k| matches!(&found[k], Ok(m) if m.point != from[active[k]]))
+            .collect();
+        let refs: Vec<&[f64]> = moved
+            .iter()
+            .map(|&k| match &found[k] {
+                Ok(m) => m.point.as_slice(),
+                Err(_) => unreachable!("only refinements that returned a point moved"),
+            })
+            .collect();
+        let mut at_moved = bound.ucb_term_values_at(&refs).into_iter();
+        for (k, found) in found.into_iter().enumerate() {
+            let i = active[k];
+            let found = match found {
+                Ok(found) => found,
+                Err(e) => {
+                    results[i] = Some(Err(e));
+                    continue;
+                }
+            };
+            let values = if moved.contains(&k) {
+                match at_moved.next().expect("one result per moved point") {
+                    Ok(values) => Some(values),
+                    Err(e) => {
+                        results[i] = Some(Err(e));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            match paths[i].absorb(found, values) {
+                Ok(done) => results[i] = Some(Ok(done)),
+                Err(point) => from[i] = point,
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every refinement ends"))
+        .collect()
+}
+
+/// One start's refinement by active sets of terms ([`refine_ucb_terms`]).
+struct TermPath {
+    /// The number of terms.
+    count: usize,
+    /// The refinements' iterations allowed in all.
+    max_iterations: usize,
+    /// The first term of S, the one attaining U at the start.
+    first: usize,
+    /// S, ascending.
+    terms: Vec<usize>,
+    /// U at the start.
+    start_value: f64,
+    /// The terms at the point the next refinement starts from.
+    known: Vec<f64>,
+    iterations: usize,
+    evaluations: usize,
+}
+
+impl TermPath {
+    fn new(at_start: Vec<f64>, count: usize, max_iterations: usize) -> Self {
+        let first = lowest_term(&at_start, 0..count).unwrap_or(0);
+        Self {
+            count,
+            max_iterations,
+            first,
+            terms: vec![first],
+            start_value: at_start.iter().copied().fold(f64::INFINITY, f64::min),
+            known: at_start,
+            iterations: 0,
+            evaluations: 1,
+        }
+    }
+
+    /// Takes the point a refinement on min_S reached and the terms there (`None`: it did not
+    /// move, and they are the known ones): the result if the path ends there, else the point
+    /// to go on from, with S grown.
+    fn absorb(
+        &mut self,
+        found: crate::continuous::Maximum,
+        values: Option<Vec<f64>>,
+    ) -> std::result::Result<crate::continuous::Maximum, Vec<f64>> {
+        self.iterations += found.iterations;
+        self.evaluations += found.evaluations;
+        let values = match values {
+            Some(values) => {
+                self.evaluations += 1;
+                values
+            }
+            None => std::mem::take(&mut self.known),
         };
-        let inside = lowest_term(&values, terms.iter().copied()).unwrap_or(first);
-        let missing: Vec<usize> = (0..count)
+        let inside = lowest_term(&values, self.terms.iter().copied()).unwrap_or(self.first);
+        let missing: Vec<usize> = (0..self.count)
             .filter(|r| {
-                !terms.contains(r)
+                !self.terms.contains(r)
                     && values[*r].partial_cmp(&values[inside]) != Some(std::cmp::Ordering::Greater)
             })
             .collect();
-        if missing.is_empty() || iterations >= max_iterations {
-            let value = values.iter().copied().fold(f64::INFINITY, f64::min);
+        if missing.is_empty() || self.iterations >= self.max_iterations {
             return Ok(crate::continuous::Maximum {
                 point: found.point,
-                value,
+                value: values.iter().copied().fold(f64::INFINITY, f64::min),
                 start: 0,
-                start_value: at_start.iter().copied().fold(f64::INFINITY, f64::min),
-                evaluations,
-                iterations,
+                start_value: self.start_value,
+                evaluations: self.evaluations,
+                iterations: self.iterations,
                 converged: found.converged && missing.is_empty(),
             });
         }
-        terms.extend(missing);
-        terms.sort_unstable();
-        from = found.point;
-        known = values;
+        self.terms.extend(missing);
+        self.terms.sort_unstable();
+        self.known = values;
+        Err(found.point)
     }
 }
 
@@ -619,7 +732,11 @@ fn refine_ucb<B: ConfidenceBound + ?Sized>(
 /// The starts are ranked by [`ConfidenceBound::top_ucb`], which for the exact bounds solves
 /// only the starts that can rank among the best (the pruned search of `argmax_ucb`): the
 /// `refine` best, and as many more as there are pending starts, so that the best start that
-/// is not pending is always among them. Every other start has a U below all of theirs.
+/// is not pending is always among them. Every other start has a U below all of theirs. For a
+/// UCB of several terms (DMM-UCB's), [`ConfidenceBound::top_ucb_with_terms`] also gives the
+/// terms at those starts, which the refinements begin from, and the refinements' term checks
+/// are batched ([`refine_ucb_terms`]); the finalists are scored by one `evaluate` of the
+/// distinct ones.
 pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     bound: &B,
     domain: &BoxDomain,
@@ -633,31 +750,34 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
         .chunks_exact(d)
         .filter(|x| pending.contains(x))
         .count();
-    let top = bound.top_ucb(&points, options.refine + pending_starts)?;
-    let chosen = &top[..options.refine.min(top.len())];
-    // The terms at every chosen start at once (each of DMM-UCB's factors read once for all).
-    let at_starts: Vec<Option<Result<Vec<f64>>>> = if bound.ucb_terms() > 1 {
-        let points: Vec<&[f64]> = chosen
-            .iter()
-            .map(|&j| &starts[j * d..(j + 1) * d])
-            .collect();
-        bound
-            .ucb_term_values_at(&points)
-            .into_iter()
-            .map(Some)
-            .collect()
+    let wanted = options.refine + pending_starts;
+    // For a UCB of several terms, the terms at the best starts come with the ranking (the
+    // exact bounds solved those starts in every factor to rank them).
+    let (top, at_starts) = if bound.ucb_terms() > 1 {
+        let (top, mut terms) = bound.top_ucb_with_terms(&points, wanted)?;
+        terms.truncate(options.refine);
+        (top, Some(terms))
     } else {
-        vec![None; chosen.len()]
+        (bound.top_ucb(&points, wanted)?, None)
     };
-    let refined = refine_all(domain, starts, chosen, bound.len(), |i, start| {
-        refine_ucb(
+    let chosen = &top[..options.refine.min(top.len())];
+    let refined: Vec<crate::continuous::Maximum> = match at_starts {
+        Some(at_starts) => refine_ucb_terms(
             bound,
             domain,
-            start,
-            at_starts[i].clone(),
+            starts,
+            chosen,
+            at_starts,
             options.max_iterations,
         )
-    })?;
+        .into_iter()
+        .collect::<Result<_>>()?,
+        None => refine_all(domain, starts, chosen, bound.len(), |_, start| {
+            refine_on(domain, start, options.max_iterations, &|x: &[f64]| {
+                bound.ucb_gradient(x)
+            })
+        })?,
+    };
     // The refined points and the best starts, scored together: the best that is not pending
     // (a pending point at the maximiser, say a corner the refinements converge onto, gives way
     // to the next best); in a box that is a single point, that point.
@@ -668,7 +788,7 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
     for &j in &top {
         finalists.extend_from_slice(&starts[j * d..(j + 1) * d]);
     }
-    let scores = bound.evaluate(&Points::from_row_major(&finalists, d)?)?.ucb;
+    let scores = ucb_of_distinct(bound, &finalists, d)?;
     max_finite(&scores, "upper confidence bound")?;
     let order = best_indices(&scores, scores.len());
     let best = order
@@ -686,6 +806,30 @@ pub(crate) fn ucb_in<B: ConfidenceBound + ?Sized>(
         converged,
         iterations,
     })
+}
+
+/// [`ConfidenceBound::evaluate`]'s UCB at each of the row-major `points`, evaluating each
+/// distinct point (bitwise) once: a refinement that returns its start unmoved (a corner, in
+/// higher dimensions most of them) makes it a finalist twice, and DMM-UCB's evaluation of ten
+/// points costs about twice that of five (4.7 ms at t = 1000). Each point's UCB does not
+/// depend on the other points of the batch, so the values are those of one call on all.
+fn ucb_of_distinct<B: ConfidenceBound + ?Sized>(
+    bound: &B,
+    points: &[f64],
+    d: usize,
+) -> Result<Vec<f64>> {
+    let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+    let mut distinct: Vec<f64> = Vec::with_capacity(points.len());
+    let mut slot = Vec::with_capacity(points.len() / d.max(1));
+    for x in points.chunks_exact(d) {
+        let found = distinct.chunks_exact(d).position(|y| same(x, y));
+        slot.push(found.unwrap_or_else(|| {
+            distinct.extend_from_slice(x);
+            distinct.len() / d - 1
+        }));
+    }
+    let ucb = bound.evaluate(&Points::from_row_major(&distinct, d)?)?.ucb;
+    Ok(slot.into_iter().map(|k| ucb[k]).collect())
 }
 
 /// The further point of a batch rule: the best `options.refine` starts by `ranked` (−∞: not

@@ -467,6 +467,13 @@ impl<B: AdjustableNorm> ConfidenceBound for AdaptiveNorm<B> {
     fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
         self.inner.top_ucb(points, count)
     }
+    fn top_ucb_with_terms(
+        &self,
+        points: &Points<'_>,
+        count: usize,
+    ) -> Result<(Vec<usize>, Vec<Vec<f64>>)> {
+        self.inner.top_ucb_with_terms(points, count)
+    }
     fn len(&self) -> usize {
         self.inner.len()
     }

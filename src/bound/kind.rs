@@ -378,6 +378,13 @@ impl<K: Kernel> ConfidenceBound for AnyBound<K> {
     fn top_ucb(&self, points: &Points<'_>, count: usize) -> Result<Vec<usize>> {
         dispatch!(self, b => b.top_ucb(points, count))
     }
+    fn top_ucb_with_terms(
+        &self,
+        points: &Points<'_>,
+        count: usize,
+    ) -> Result<(Vec<usize>, Vec<Vec<f64>>)> {
+        dispatch!(self, b => b.top_ucb_with_terms(points, count))
+    }
     fn len(&self) -> usize {
         dispatch!(self, b => b.len())
     }

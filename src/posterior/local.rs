@@ -58,6 +58,10 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
     let mut factor = [[0.0; NEIGHBOURS]; NEIGHBOURS];
     let mut z = [0.0; NEIGHBOURS];
     let tt = (t * t + s * s) as f64;
+    let n_reg = problem.regularisers.len();
+    let mut lanes = Lanes::default();
+    let mut quads = vec![0.0; n_reg];
+    let mut factored = vec![false; n_reg];
     for (j, bound) in bounds.iter_mut().enumerate() {
         let idx = &nearest[j * s..(j + 1) * s];
         for p in 0..s {
@@ -65,25 +69,41 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
                 gram[p][q] = shared.get(idx[p], idx[q], &problem.gram);
             }
         }
+        let mut k = [0.0; NEIGHBOURS];
+        for (kp, &i) in k.iter_mut().zip(idx) {
+            *kp = problem.cross[i * m + j];
+        }
         let prior = problem.prior_variance[j];
+        if n_reg == 1 {
+            // One regulariser (AMM-UCB and the other single-term bounds): no lanes to fill.
+            factored[0] = cholesky(&gram, problem.regularisers[0], &mut factor);
+            if factored[0] {
+                quads[0] = solved_norm_sq(&factor, &k, &mut z);
+            }
+        } else {
+            // Several regularisers: the same 8 × 8 Gram matrix factorised for LANES shifts at
+            // once, each lane the scalar factorisation's operations in the same order (the
+            // same bits), so that the dependent divisions and square roots of one
+            // factorisation overlap with the others'.
+            for (group, a) in problem.regularisers.chunks(LANES).enumerate() {
+                let mut shifts = [1.0; LANES];
+                shifts[..a.len()].copy_from_slice(a);
+                let ok = lanes.factorise(&gram, &shifts, &k);
+                for (l, _) in a.iter().enumerate() {
+                    factored[group * LANES + l] = ok[l];
+                    quads[group * LANES + l] = lanes.quad[l];
+                }
+            }
+        }
         for (r, (&a, &width)) in problem.regularisers.iter().zip(problem.widths).enumerate() {
             let margin = 8.0 * tt * f64::EPSILON * (problem.max_prior + a) / a * prior;
             let usable = margin <= 0.25 * prior;
-            if !usable || !cholesky(&gram, a, &mut factor) {
+            if !usable || !factored[r] {
                 *bound = f64::INFINITY;
                 break;
             }
-            // z = L_S⁻¹k_S(x), so that k_Sᵀ(K_S + aI)⁻¹k_S = ‖z‖².
-            let mut quad = 0.0;
-            for p in 0..s {
-                let mut v = problem.cross[idx[p] * m + j];
-                for q in 0..p {
-                    v -= factor[p][q] * z[q];
-                }
-                z[p] = v / factor[p][p];
-                quad += z[p] * z[p];
-            }
-            let variance = (prior - quad).max(0.0) + margin;
+            // quads[r] = ‖L_S⁻¹k_S(x)‖² = k_Sᵀ(K_S + aI)⁻¹k_S.
+            let variance = (prior - quads[r]).max(0.0) + margin;
             let value = problem.means[r * m + j] + width * variance.sqrt();
             if value.is_nan() {
                 // A NaN mean: no bound, so that the point reaches the final check.
@@ -94,6 +114,92 @@ pub(crate) fn upper_bounds<G: Fn(usize, usize) -> f64>(problem: &LocalProblem<'_
         }
     }
     bounds
+}
+
+/// ‖z‖² for z = L⁻¹k, by forward substitution with the lower factor `factor` (z in `z`).
+fn solved_norm_sq(
+    factor: &[[f64; NEIGHBOURS]; NEIGHBOURS],
+    k: &[f64; NEIGHBOURS],
+    z: &mut [f64; NEIGHBOURS],
+) -> f64 {
+    let mut quad = 0.0;
+    for p in 0..NEIGHBOURS {
+        let mut v = k[p];
+        for q in 0..p {
+            v -= factor[p][q] * z[q];
+        }
+        z[p] = v / factor[p][p];
+        quad += z[p] * z[p];
+    }
+    quad
+}
+
+/// Regularisers factorised together by [`Lanes::factorise`].
+const LANES: usize = 4;
+
+/// [`cholesky`] and [`solved_norm_sq`] for [`LANES`] shifts of one Gram matrix at once, entry
+/// by entry across the lanes: each lane performs the scalar routines' operations in their
+/// order, so its results are theirs bit for bit (a lane whose factorisation fails goes on with
+/// NaNs and is reported as failed).
+#[derive(Default)]
+struct Lanes {
+    factor: [[[f64; LANES]; NEIGHBOURS]; NEIGHBOURS],
+    z: [[f64; LANES]; NEIGHBOURS],
+    /// ‖z‖² per lane.
+    quad: [f64; LANES],
+}
+
+impl Lanes {
+    /// Factorises `gram` + a_l I for every lane l and solves with `k`; whether each lane's
+    /// pivots were all positive.
+    fn factorise(
+        &mut self,
+        gram: &[[f64; NEIGHBOURS]; NEIGHBOURS],
+        shifts: &[f64; LANES],
+        k: &[f64; NEIGHBOURS],
+    ) -> [bool; LANES] {
+        let mut ok = [true; LANES];
+        let f = &mut self.factor;
+        for p in 0..NEIGHBOURS {
+            for q in 0..=p {
+                let mut v = [0.0; LANES];
+                for l in 0..LANES {
+                    v[l] = gram[p][q] + if p == q { shifts[l] } else { 0.0 };
+                }
+                for (x, y) in f[p][..q].iter().zip(&f[q][..q]) {
+                    for l in 0..LANES {
+                        v[l] -= x[l] * y[l];
+                    }
+                }
+                if p == q {
+                    for l in 0..LANES {
+                        ok[l] &= v[l] > 0.0;
+                        f[p][p][l] = v[l].sqrt();
+                    }
+                } else {
+                    for l in 0..LANES {
+                        f[p][q][l] = v[l] / f[q][q][l];
+                    }
+                }
+            }
+        }
+        let z = &mut self.z;
+        let mut quad = [0.0; LANES];
+        for p in 0..NEIGHBOURS {
+            let mut v = [k[p]; LANES];
+            for q in 0..p {
+                for l in 0..LANES {
+                    v[l] -= f[p][q][l] * z[q][l];
+                }
+            }
+            for l in 0..LANES {
+                z[p][l] = v[l] / f[p][p][l];
+                quad[l] += z[p][l] * z[p][l];
+            }
+        }
+        self.quad = quad;
+        ok
+    }
 }
 
 /// Kernel values between observations, each computed once per call: the points' neighbour sets
@@ -419,5 +525,78 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The lanes factorise and solve with the scalar routines' bits, lane by lane: 8 × 8 Gram
+    /// matrices of the structured observation sets (exact duplicates make them singular,
+    /// clusters and ulp-apart points nearly so), an indefinite one and one with a NaN, each with
+    /// shifts from 10⁻³⁰⁰ to 10³ side by side, so that lanes whose pivots fail sit next to lanes
+    /// that succeed. (Fails if a lane sums in another order: with the factorisation's
+    /// subtractions run over the earlier columns in reverse, it did.)
+    #[test]
+    fn lanes_have_the_scalar_bits_in_every_lane() {
+        let mut grams: Vec<(String, [[f64; NEIGHBOURS]; NEIGHBOURS], [f64; NEIGHBOURS])> = vec![];
+        for (name, data) in observation_sets() {
+            for lengthscale in [0.05, 0.3, 10.0] {
+                for offset in [0, 5, 30] {
+                    let mut gram = [[0.0; NEIGHBOURS]; NEIGHBOURS];
+                    let mut k = [0.0; NEIGHBOURS];
+                    let x = [0.4, 0.6];
+                    for p in 0..NEIGHBOURS {
+                        for q in 0..NEIGHBOURS {
+                            gram[p][q] = rbf(&data[offset + p], &data[offset + q], lengthscale);
+                        }
+                        k[p] = rbf(&data[offset + p], &x, lengthscale);
+                    }
+                    grams.push((format!("{name}, ℓ = {lengthscale}, from {offset}"), gram, k));
+                }
+            }
+        }
+        let mut indefinite = [[0.0; NEIGHBOURS]; NEIGHBOURS];
+        for (p, row) in indefinite.iter_mut().enumerate() {
+            for (q, v) in row.iter_mut().enumerate() {
+                *v = if p == q { 1.0 } else { 0.9 } - if p + q == 9 { 0.3 } else { 0.0 };
+            }
+            row[p] -= if p == 5 { 1.5 } else { 0.0 };
+        }
+        grams.push(("indefinite".into(), indefinite, [0.5; NEIGHBOURS]));
+        let mut nan = indefinite;
+        nan[6][3] = f64::NAN;
+        grams.push(("NaN entry".into(), nan, [0.5; NEIGHBOURS]));
+        let shifts = [
+            [1e-300, 1e-12, 1e-6, 1.0],
+            [1e-3, 0.5, 2.0, 1e3],
+            [1e-16, 1e-300, 1e3, 1e-9],
+        ];
+        let (mut failed, mut solved) = (0, 0);
+        for (name, gram, k) in &grams {
+            for group in &shifts {
+                let mut lanes = Lanes::default();
+                let ok = lanes.factorise(gram, group, k);
+                for (l, &a) in group.iter().enumerate() {
+                    let mut factor = [[0.0; NEIGHBOURS]; NEIGHBOURS];
+                    let mut z = [0.0; NEIGHBOURS];
+                    let scalar = cholesky(gram, a, &mut factor);
+                    assert_eq!(ok[l], scalar, "{name}, a = {a}: pivots");
+                    if scalar {
+                        let quad = solved_norm_sq(&factor, k, &mut z);
+                        assert_eq!(
+                            lanes.quad[l].to_bits(),
+                            quad.to_bits(),
+                            "{name}, a = {a}: ‖z‖² {} in the lane, {quad} alone",
+                            lanes.quad[l]
+                        );
+                        solved += 1;
+                    } else {
+                        failed += 1;
+                    }
+                }
+            }
+        }
+        // Both kinds of lane occur, next to each other.
+        assert!(
+            failed >= 10 && solved >= 100,
+            "{failed} failed, {solved} solved"
+        );
     }
 }

@@ -279,6 +279,28 @@ impl Columns {
         groups
     }
 
+    /// U_r of the point at position `c` for every regulariser r, once all rows are solved:
+    /// their minimum is that point's entry of [`Columns::values`], bit for bit (the same
+    /// expression per term; the minimum is exact).
+    ///
+    /// # Errors
+    /// As [`Columns::values`].
+    fn terms(&self, batch: &Batch<'_>, c: usize) -> Result<Vec<f64>> {
+        let (n, m, j) = (self.len(), batch.len, self.points[c]);
+        let prior = batch.prior_variance[j];
+        batch
+            .widths
+            .iter()
+            .enumerate()
+            .map(|(r, &width)| {
+                let a = batch.factors[r].regulariser();
+                let variance =
+                    clamp_variance(prior - self.explained[r * n + c], prior.abs() + a, j)?;
+                Ok(batch.means[r * m + j] + width * variance.sqrt())
+            })
+            .collect()
+    }
+
     /// U of every point, once all rows are solved.
     ///
     /// # Errors
@@ -320,6 +342,9 @@ pub(crate) struct Choice {
     /// The `count` points with the largest U, largest first (lowest index among ties); all of
     /// them if there are fewer.
     pub top: Vec<usize>,
+    /// U_r of every point of `top`, for every regulariser r (their minimum is the U they were
+    /// ranked by).
+    pub top_terms: Vec<Vec<f64>>,
     /// The points still in play right after the probes were solved, if probes were taken.
     pub alive_after_probes: Option<usize>,
 }
@@ -462,6 +487,10 @@ pub(crate) fn argmax(
     });
     solved.truncate(count);
     let top: Vec<usize> = solved.iter().map(|&(_, j, _, _)| j).collect();
+    let top_terms = solved
+        .iter()
+        .map(|&(_, _, s, c)| finished[s].0.terms(batch, c))
+        .collect::<Result<Vec<_>>>()?;
     let &(_, j, s, c) = solved.first().ok_or(Error::NoArms)?;
     let columns: Vec<Vec<f64>> = {
         let set = &finished[s].0;
@@ -483,6 +512,7 @@ pub(crate) fn argmax(
     Ok(Choice {
         index: j,
         top,
+        top_terms,
         alive_after_probes,
     })
 }

@@ -927,9 +927,10 @@ fn batched_term_values_match_one_point_at_a_time() {
     }
 }
 
-/// select_in's UCB search as it was before the refinements' terms were batched and reused:
-/// every start's terms by `ucb_term_values` alone, and the terms at the point every
-/// refinement returns computed again (the reference for the test below; no pending points).
+/// select_in's UCB search without its batching and reuse: the starts and their terms from
+/// `top_ucb_with_terms`, then one start at a time, the terms at the point every refinement
+/// returns computed again by `ucb_term_values` alone, and every finalist scored by one
+/// `evaluate` call, duplicates included (the reference for the test below; no pending points).
 fn select_in_unbatched(agent: &UcbAgent<Dmm<Matern>>, domain: &BoxDomain) -> (Vec<f64>, f64) {
     use kernel_bandits::continuous::{RefineOptions, refine};
     let d = domain.dim();
@@ -937,7 +938,8 @@ fn select_in_unbatched(agent: &UcbAgent<Dmm<Matern>>, domain: &BoxDomain) -> (Ve
     let options = agent.continuous();
     let starts = agent.next_starts(domain);
     let points = Points::from_row_major(&starts, d).unwrap();
-    let top = bound.top_ucb(&points, options.refine).unwrap();
+    let (top, top_terms) = bound.top_ucb_with_terms(&points, options.refine).unwrap();
+    assert_eq!(top, bound.top_ucb(&points, options.refine).unwrap());
     let count = bound.ucb_terms();
     let lowest = |values: &[f64], among: &[usize]| {
         let mut best: Option<usize> = None;
@@ -949,11 +951,10 @@ fn select_in_unbatched(agent: &UcbAgent<Dmm<Matern>>, domain: &BoxDomain) -> (Ve
         best.unwrap()
     };
     let mut finalists = vec![];
-    for &j in &top {
+    for (&j, at_start) in top.iter().zip(&top_terms) {
         let start = &starts[j * d..(j + 1) * d];
-        let at_start = bound.ucb_term_values(start).unwrap();
         let all: Vec<usize> = (0..count).collect();
-        let first = lowest(&at_start, &all);
+        let first = lowest(at_start, &all);
         let mut terms = vec![first];
         let (mut from, mut iterations) = (start.to_vec(), 0);
         loop {
@@ -1027,4 +1028,96 @@ fn select_in_matches_the_unbatched_refinements() {
         moved >= 6,
         "only {moved} choices came from a moving refinement"
     );
+}
+
+/// `top_ucb_with_terms` returns `top_ucb`'s points and, at each, the terms the ranking used:
+/// within rounding of `ucb_term_values` there, their minimum non-increasing down the list, and
+/// bitwise equal at bitwise equal points. Default DMM-UCB (nine terms) directly, behind
+/// `AdaptiveNorm`, `AnyBound` and a `Box<dyn ConfidenceBound>`, and AMM-UCB (one term); after
+/// 40 observations (every point solved), 150 (the pruned search) and 300 (local bounds), and
+/// with the points fixed as arms; among the points, exact duplicates of the best starts,
+/// copies an ulp away, their mirror images and observed inputs, with counts from 1 to more
+/// than there are points.
+#[test]
+fn top_ucb_with_terms_returns_the_ranked_terms() {
+    use kernel_bandits::bound::AdaptiveNorm;
+    let d = 3;
+    let domain = BoxDomain::unit(d).unwrap();
+    for t in [40, 150, 300] {
+        let agent = default_dmm(d, t);
+        let dmm = agent.bound().clone();
+        let observed = dmm.observations().unwrap();
+        let mut amm = Amm::new(
+            Matern::new(2.5, 0.5).unwrap(),
+            BoundParams::new().sigma(0.1).norm_bound(4.0),
+        )
+        .unwrap();
+        for (x, &y) in observed.inputs.chunks_exact(d).zip(&observed.targets) {
+            amm.observe(x, y).unwrap();
+        }
+        let mut starts = agent.next_starts(&domain);
+        let ranked = dmm
+            .top_ucb(&Points::from_row_major(&starts, d).unwrap(), 4)
+            .unwrap();
+        for &j in &ranked {
+            let x = starts[j * d..(j + 1) * d].to_vec();
+            let ulp: Vec<f64> = x
+                .iter()
+                .map(|v| if *v < 1.0 { v.next_up() } else { v.next_down() })
+                .collect();
+            let mirror: Vec<f64> = x.iter().map(|v| 1.0 - v).collect();
+            starts.extend(x.iter().chain(&ulp).chain(&mirror).chain(&x));
+        }
+        for x in observed.inputs.chunks_exact(d).rev().take(3) {
+            starts.extend_from_slice(x);
+        }
+        let points = Points::from_row_major(&starts, d).unwrap();
+        let n = points.len();
+        let bounds: Vec<(&str, Box<dyn ConfidenceBound>)> = vec![
+            ("dmm", Box::new(dmm.clone())),
+            (
+                "adaptive dmm",
+                Box::new(AdaptiveNorm::new(dmm.clone()).unwrap()),
+            ),
+            ("any dmm", Box::new(AnyBound::Dmm(dmm.clone()))),
+            ("amm", Box::new(amm.clone())),
+        ];
+        for (name, mut bound) in bounds {
+            for fixed in [false, true] {
+                if fixed {
+                    bound.fix_arms(&points, None).unwrap();
+                }
+                for count in [1, 5, 12, n + 3] {
+                    let (top, all_terms) = bound.top_ucb_with_terms(&points, count).unwrap();
+                    let what = format!("{name}, t = {t}, fixed {fixed}, count {count}");
+                    assert_eq!(top, bound.top_ucb(&points, count).unwrap(), "{what}");
+                    assert_eq!(all_terms.len(), top.len(), "{what}");
+                    let mut previous = f64::INFINITY;
+                    for (k, (&j, terms)) in top.iter().zip(&all_terms).enumerate() {
+                        let x = points.to_vec(j);
+                        let alone = bound.ucb_term_values(&x).unwrap();
+                        assert_eq!(terms.len(), bound.ucb_terms(), "{what}");
+                        for (r, (&got, &want)) in terms.iter().zip(&alone).enumerate() {
+                            assert!(
+                                (got - want).abs() <= 1e-10 * want.abs().max(1.0),
+                                "{what}, point {j} ({k}th): term {r} {got}, alone {want}"
+                            );
+                        }
+                        let u = terms.iter().copied().fold(f64::INFINITY, f64::min);
+                        assert!(u <= previous, "{what}: {k}th U {u} above {previous}");
+                        previous = u;
+                        // A bitwise duplicate later in the list has the same bits.
+                        for (&i, other) in top.iter().zip(&all_terms).skip(k + 1) {
+                            if points.to_vec(i) == x {
+                                let bits =
+                                    |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                                assert_eq!(bits(other), bits(terms), "{what}: {j} and {i}");
+                                assert!(i > j, "{what}: duplicates out of index order");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
