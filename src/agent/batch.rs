@@ -606,17 +606,22 @@ fn refine_ucb_terms<B: ConfidenceBound + ?Sized>(
             )
         });
         // The terms at the points that moved, all at once.
-        let moved: Vec<usize> = (0..active.len())
-            .filter(|&k| matches!(&found[k], Ok(m) if m.point != from[active[k]]))
-            .collect();
-        let refs: Vec<&[f64]> = moved
-            .iter()
-            .map(|&k| match &found[k] {
-                Ok(m) => m.point.as_slice(),
-                Err(_) => unreachable!("only refinements that returned a point moved"),
-            })
-            .collect();
-        let mut at_moved = bound.ucb_term_values_at(&refs).into_iter();
+        let (moved, at_moved): (Vec<usize>, _) = {
+            let points: Vec<(usize, &[f64])> = found
+                .iter()
+                .enumerate()
+                .filter_map(|(k, f)| match f {
+                    Ok(m) if m.point != from[active[k]] => Some((k, m.point.as_slice())),
+                    _ => None,
+                })
+                .collect();
+            let refs: Vec<&[f64]> = points.iter().map(|&(_, x)| x).collect();
+            let values = bound.ucb_term_values_at(&refs);
+            (points.into_iter().map(|(k, _)| k).collect(), values)
+        };
+        let expected = moved.len();
+        let got = at_moved.len();
+        let mut at_moved = at_moved.into_iter();
         for (k, found) in found.into_iter().enumerate() {
             let i = active[k];
             let found = match found {
@@ -627,10 +632,19 @@ fn refine_ucb_terms<B: ConfidenceBound + ?Sized>(
                 }
             };
             let values = if moved.contains(&k) {
-                match at_moved.next().expect("one result per moved point") {
-                    Ok(values) => Some(values),
-                    Err(e) => {
+                match at_moved.next() {
+                    Some(Ok(values)) => Some(values),
+                    Some(Err(e)) => {
                         results[i] = Some(Err(e));
+                        continue;
+                    }
+                    // A bound whose `ucb_term_values_at` broke its contract.
+                    None => {
+                        results[i] = Some(Err(Error::LengthMismatch {
+                            what: "UCB term values, one result per point",
+                            expected,
+                            got,
+                        }));
                         continue;
                     }
                 }
