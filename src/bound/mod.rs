@@ -889,8 +889,9 @@ pub trait ConfidenceBound: Send + Sync + std::fmt::Debug {
     /// [`ConfidenceBound::ucb_term_values`] at each of `points`, one result per point, each
     /// the same (bits and error) as the call at that point alone. The provided method makes
     /// those calls; the exact bounds read each factor once for all the points (DMM-UCB's
-    /// refinements of [`BanditAgent::select_in`](crate::agent::BanditAgent::select_in) start
-    /// from five points and nine factors). Wrappers must forward it.
+    /// refinements of [`BanditAgent::select_in`](crate::agent::BanditAgent::select_in) check
+    /// the terms at the points they reach together: up to five points and nine factors).
+    /// Wrappers must forward it.
     fn ucb_term_values_at(&self, points: &[&[f64]]) -> Vec<Result<Vec<f64>>> {
         points.iter().map(|x| self.ucb_term_values(x)).collect()
     }
