@@ -832,11 +832,11 @@ fn ucb_of_distinct<B: ConfidenceBound + ?Sized>(
     points: &[f64],
     d: usize,
 ) -> Result<Vec<f64>> {
-    let same = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+    use crate::continuous::maximise::same_point;
     let mut distinct: Vec<f64> = Vec::with_capacity(points.len());
     let mut slot = Vec::with_capacity(points.len() / d.max(1));
     for x in points.chunks_exact(d) {
-        let found = distinct.chunks_exact(d).position(|y| same(x, y));
+        let found = distinct.chunks_exact(d).position(|y| same_point(x, y));
         slot.push(found.unwrap_or_else(|| {
             distinct.extend_from_slice(x);
             distinct.len() / d - 1

@@ -992,6 +992,7 @@ fn refine_checked(
     })
 }
 
-fn same_point(a: &[f64], b: &[f64]) -> bool {
+/// Whether the two points are the same bits, coordinate by coordinate.
+pub(crate) fn same_point(a: &[f64], b: &[f64]) -> bool {
     a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }

@@ -3,7 +3,7 @@
 //! continuous environments are built on.
 
 mod domain;
-mod maximise;
+pub(crate) mod maximise;
 
 pub use domain::BoxDomain;
 pub use maximise::{MAX_MEMORY, Maximum, RefineOptions, ValueGradient, maximise, refine};

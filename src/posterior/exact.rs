@@ -861,7 +861,7 @@ impl<K: Kernel> ExactPosterior<K> {
             self.last_pick.store(top[0], Ordering::Relaxed);
             let terms = top
                 .iter()
-                .map(|&j| upper_terms(&batch, widths, j))
+                .map(|&j| upper_terms(&batch, widths, j).collect())
                 .collect();
             return Ok((top, terms));
         }
@@ -871,7 +871,7 @@ impl<K: Kernel> ExactPosterior<K> {
             let top = crate::bound::largest_lowest(&upper_bounds(&batch, widths), count)?;
             let terms = top
                 .iter()
-                .map(|&j| upper_terms(&batch, widths, j))
+                .map(|&j| upper_terms(&batch, widths, j).collect())
                 .collect();
             return Ok((top, terms));
         }
@@ -1125,22 +1125,21 @@ impl pulp::WithSimd for MeanChunk<'_> {
 /// U(x_j) = min_r (μ_r(x_j) + w_r ρ_r(x_j)) at every point of a batch.
 fn upper_bounds(batch: &PosteriorBatch, widths: &[f64]) -> Vec<f64> {
     (0..batch.len())
-        .map(|j| {
-            upper_terms(batch, widths, j)
-                .into_iter()
-                .fold(f64::INFINITY, f64::min)
-        })
+        .map(|j| upper_terms(batch, widths, j).fold(f64::INFINITY, f64::min))
         .collect()
 }
 
 /// U_r(x_j) = μ_r(x_j) + w_r ρ_r(x_j) for every regulariser r: the terms of
-/// [`upper_bounds`] at point j.
-fn upper_terms(batch: &PosteriorBatch, widths: &[f64], j: usize) -> Vec<f64> {
+/// [`upper_bounds`] at point j (an iterator, so that ranking every arm allocates nothing).
+fn upper_terms<'a>(
+    batch: &'a PosteriorBatch,
+    widths: &'a [f64],
+    j: usize,
+) -> impl Iterator<Item = f64> + 'a {
     widths
         .iter()
         .enumerate()
-        .map(|(r, w)| batch.mean(r)[j] + w * batch.variance(r)[j].sqrt())
-        .collect()
+        .map(move |(r, w)| batch.mean(r)[j] + w * batch.variance(r)[j].sqrt())
 }
 
 /// Up to this many observations, [`ExactPosterior::argmax_upper`] solves for every point: the
